@@ -1,0 +1,134 @@
+"""Foundation: compute round trip, the harness catching a missing barrier, external handles, bad environments."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, vulkan_unavailable_reason
+
+pytestmark = pytest.mark.gpu
+
+
+def test_compute_round_trip(ctx):
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.pipeline import ComputePipeline
+    from vkmorph.gpu.vk import vk
+
+    rng = np.random.default_rng(1)
+    data = rng.integers(0, 2**32, size=(1003, 4), dtype=np.uint32)
+    src = M.device_buffer(ctx, data, M.STORAGE, name="src")
+    dst = M.device_buffer(ctx, None, M.STORAGE, size=data.nbytes, name="dst")
+    pipe = ComputePipeline(ctx, "copy.comp", 2, 8)
+    dset = pipe.make_set([src, dst])
+    push = np.array([len(data), 0x5A5A5A5A], np.uint32)
+
+    def record(cb):
+        pipe.bind(cb, dset)
+        pipe.push(cb, M.cffi_pointer(push), push.nbytes)
+        vk.vkCmdDispatch(cb, (len(data) + 255) // 256, 1, 1)
+
+    ctx.submit_and_wait(record)
+    out = M.readback(ctx, dst, np.uint32).reshape(-1, 4)
+    np.testing.assert_array_equal(out, data ^ np.uint32(0x5A5A5A5A))
+    for obj in (pipe, src, dst):
+        obj.destroy()
+        obj.destroy()  # idempotent
+    assert ctx.live_children == []
+
+
+def test_missing_barrier_is_reported(ctx):
+    """Proof the harness can fail: vkCmdUpdateBuffer then a dispatch reading it, no transfer->compute barrier."""
+    from vkmorph.gpu import barriers
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.pipeline import ComputePipeline
+    from vkmorph.gpu.vk import vk
+
+    data = np.arange(64 * 4, dtype=np.uint32)
+    src = M.device_buffer(ctx, data, M.STORAGE)
+    dst = M.device_buffer(ctx, None, M.STORAGE, size=data.nbytes)
+    pipe = ComputePipeline(ctx, "copy.comp", 2, 8)
+    dset = pipe.make_set([src, dst])
+    push = np.array([64, 0], np.uint32)
+
+    def record(with_barrier):
+        def rec(cb):
+            vk.vkCmdUpdateBuffer(cb, src.handle, 0, data.nbytes, M.cffi_pointer(data))
+            if with_barrier:
+                barriers.transfer_write_to_compute_read(cb)
+            pipe.bind(cb, dset)
+            pipe.push(cb, M.cffi_pointer(push), push.nbytes)
+            vk.vkCmdDispatch(cb, 1, 1, 1)
+        return rec
+
+    ctx.submit_and_wait(record(False))
+    hazards = [m for m in ctx.messages if "SYNC-HAZARD" in m.message_id]
+    assert hazards, f"synchronization validation missed the hazard; saw {ctx.messages}"
+    assert any("READ-AFTER-WRITE" in m.message_id for m in hazards)
+    ctx.clear_messages()
+    ctx.submit_and_wait(record(True))
+    assert ctx.errors_and_warnings() == []
+
+
+def test_external_handles_are_not_destroyed():
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    from tests.gpu.rawvk import RawDevice
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.context import Context
+
+    user = RawDevice()
+    ctx = Context.from_external(user.instance, user.physical_device, user.device, user.queue,
+                                user.queue_family_index)
+    data = np.arange(256, dtype=np.float32)
+    buf = M.device_buffer(ctx, data, M.STORAGE)
+    np.testing.assert_array_equal(M.readback(ctx, buf, np.float32), data)
+    with ctx:
+        pass  # leaving the block destroys what vkmorph made, nothing else
+    ctx.destroy()
+    assert ctx.device is user.device and ctx.instance is user.instance
+    # the user's device still works, then the user destroys it: no validation message anywhere
+    user.run(lambda cb: None)
+    user.destroy()
+    assert user.messages == []
+
+
+def test_no_icd_gives_one_line_error(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "vkmorph.app.cli", "devices"], capture_output=True, text=True,
+                       env={**os.environ, "VK_DRIVER_FILES": str(tmp_path / "none.json"),
+                            "VK_ICD_FILENAMES": str(tmp_path / "none.json"), "VKMORPH_VALIDATION": "0"},
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "mesa-vulkan-drivers" in lines[0], r.stderr
+
+
+def test_no_validation_layer_gives_one_line_error(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "vkmorph.app.cli", "devices"], capture_output=True, text=True,
+                       env={**os.environ, "VK_LAYER_PATH": str(tmp_path), "VKMORPH_VALIDATION": "1"},
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "vulkan-validationlayers" in lines[0], r.stderr
+
+
+def test_no_loader_gives_one_line_error():
+    """Hide libvulkan.so.1 in a private mount namespace (root only), then run the CLI."""
+    import shutil
+
+    lib = "/usr/lib/x86_64-linux-gnu/libvulkan.so.1"
+    if os.geteuid() != 0 or not shutil.which("unshare") or not os.path.exists(lib):
+        pytest.skip("needs root, unshare and the Debian loader path to hide the loader")
+    real = os.path.realpath(lib)
+    r = subprocess.run(["unshare", "-m", "sh", "-c",
+                        f"mount --bind /dev/null {real} && exec {sys.executable} -m vkmorph.app.cli devices"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    if "mount" in r.stderr and r.returncode != 2:
+        pytest.skip(f"cannot make a private mount namespace here: {r.stderr.strip()}")
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "libvulkan1" in lines[0], r.stderr

@@ -1,0 +1,24 @@
+"""Cached SPIR-V loading. SPIR-V is compiled offline by tools/compile_shaders.py and committed under spirv/."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import GpuError
+
+_ROOT = Path(__file__).resolve().parents[2]
+SPIRV_DIRS = (_ROOT / "spirv", Path(__file__).resolve().parents[1] / "spirv")
+
+
+@lru_cache(maxsize=None)
+def load_spirv(name: str) -> bytes:
+    """Bytes of ``spirv/<name>.spv`` (e.g. ``morph.comp``); cached so pipelines share one read."""
+    for d in SPIRV_DIRS:
+        p = d / f"{name}.spv"
+        if p.is_file():
+            code = p.read_bytes()
+            if len(code) % 4 or code[:4] != b"\x03\x02\x23\x07":
+                raise GpuError(f"{p} is not SPIR-V; run tools/compile_shaders.py")
+            return code
+    raise GpuError(f"SPIR-V {name}.spv not found in {[str(d) for d in SPIRV_DIRS]}; run tools/compile_shaders.py")
