@@ -1,0 +1,49 @@
+"""``vkmorph info FILE [--json]``: what the importer found, after validation (keys per DESIGN.md)."""
+
+from __future__ import annotations
+
+import json
+
+from ..asset.importer import load_scene
+from ..asset.model import SceneAsset
+
+
+def scene_summary(scene: SceneAsset) -> dict:
+    from ..morph.gpu_data import count_deltas
+
+    prims = []
+    for m in scene.meshes:
+        for p in m.primitives:
+            prims.append({"mesh": m.name, "vertex_count": p.vertex_count, "index_count": int(len(p.indices)),
+                          "target_names": p.target_names, "delta_count": count_deltas(p),
+                          "skinned": p.is_skinned, "truncated_influences": p.truncated_influences})
+    anims = []
+    for a in scene.animations:
+        anims.append({"name": a.name, "duration_s": a.duration,
+                      "morph_channels": sorted({scene.nodes[c.node].name for c in a.morph_channels}),
+                      "node_channels": sorted({scene.nodes[c.node].name for c in a.node_channels})})
+    return {"file": scene.source, "primitives": prims,
+            "skins": [{"name": s.name, "joint_count": int(len(s.joints))} for s in scene.skins],
+            "animations": anims, "node_count": len(scene.nodes)}
+
+
+def run_info(args) -> int:
+    summary = scene_summary(load_scene(args.file))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"{summary['file']}: {summary['node_count']} nodes, {len(summary['primitives'])} primitives, "
+          f"{len(summary['skins'])} skins, {len(summary['animations'])} animations")
+    for i, p in enumerate(summary["primitives"]):
+        print(f"  p{i} {p['mesh']!r}: {p['vertex_count']} vertices, {p['index_count']} indices, "
+              f"{len(p['target_names'])} targets ({p['delta_count']} deltas)"
+              f"{', skinned' if p['skinned'] else ''}"
+              + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else ""))
+        if p["target_names"]:
+            print(f"      targets: {', '.join(p['target_names'])}")
+    for s in summary["skins"]:
+        print(f"  skin {s['name']}: {s['joint_count']} joints")
+    for a in summary["animations"]:
+        print(f"  clip {a['name']!r}: {a['duration_s']:.3f} s, morph {a['morph_channels']}, "
+              f"nodes {len(a['node_channels'])}")
+    return 0

@@ -1,0 +1,379 @@
+"""Assimp import (pyassimp over libassimp 5.2.5) into the vkmorph data model, then validation.
+
+We take the raw ``aiScene*`` from pyassimp's library handle rather than ``pyassimp.load()``, whose eager
+conversion crashes on skinned files (see ``assimp_structs``). Flags: triangulate and nothing that welds or
+reorders vertices, so vertex counts and order equal the source file's accessors. Normals and tangents missing
+from the file are computed here (without welding) because assimp 5.2.5 skips them for several glTF inputs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import AssetError
+from . import assimp_structs as A
+from .geometry import vertex_normals, vertex_tangents
+from .model import (
+    SKINNED_VERTEX,
+    STATIC_VERTEX,
+    AnimationClip,
+    MeshAsset,
+    MeshPrimitiveAsset,
+    MorphTargetAsset,
+    MorphWeightChannel,
+    NodeAsset,
+    NodeChannel,
+    SceneAsset,
+    SkinAsset,
+)
+from .validate import validate_scene
+
+_CALC_TANGENT_SPACE = 0x1   # only where the file has none (needs UVs; we fill in the rest)
+_TRIANGULATE = 0x8
+_GEN_NORMALS = 0x20         # only where the file has none
+_VALIDATE_DATA_STRUCTURE = 0x400
+IMPORT_FLAGS = _CALC_TANGENT_SPACE | _TRIANGULATE | _GEN_NORMALS | _VALIDATE_DATA_STRUCTURE
+_SCENE_FLAGS_INCOMPLETE = 0x1
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+
+
+def default_scene_path() -> Path:
+    return DATA_DIR / "default_scene.gltf"
+
+
+def _assimp():
+    try:
+        from pyassimp import core
+    except Exception as exc:  # pyassimp raises its own error when libassimp.so is absent
+        raise AssetError(f"libassimp not found ({type(exc).__name__}): `apt-get install libassimp5`") from None
+    lib = core._assimp_lib
+    lib.dll.aiGetErrorString.restype = ctypes.c_char_p
+    return lib
+
+
+def load_scene(path: str | Path | None = None) -> SceneAsset:
+    """Import ``path`` (glTF/GLB primary, FBX and anything Assimp reads) and validate it.
+
+    ``None`` loads the built-in default scene (red morph-only, blue skin-only, purple both; seed 003).
+    Raises ``AssetError`` with file/mesh/primitive/target/index for any bad input; never half a scene.
+    """
+    path = default_scene_path() if path is None else Path(path)
+    file = str(path)
+    if not path.exists():
+        raise AssetError("file not found", file=file)
+    if not path.is_file():
+        raise AssetError("not a regular file", file=file)
+    try:
+        with open(path, "rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise AssetError(f"unreadable: {exc.strerror}", file=file) from None
+    lib = _assimp()
+    ptr = lib.load(file.encode(), IMPORT_FLAGS)  # aiImportFile(path, flags)
+    if not ptr:
+        msg = (lib.dll.aiGetErrorString() or b"unknown error").decode(errors="replace").strip()
+        raise AssetError(f"Assimp cannot import it: {msg.splitlines()[0] if msg else 'unknown error'}", file=file)
+    try:
+        raw = ptr.contents
+        if raw.mFlags & _SCENE_FLAGS_INCOMPLETE or not raw.mRootNode:
+            raise AssetError("incomplete scene (no meshes or truncated file)", file=file)
+        scene = _convert(raw, file)
+    finally:
+        lib.release(ptr)
+    validate_scene(scene)
+    return scene
+
+
+# ---------------------------------------------------------------------------------------------- conversion
+def _convert(raw, file: str) -> SceneAsset:
+    nodes, node_meshes, roots = _nodes(raw.mRootNode)
+    name_to_node: dict[str, int] = {}
+    for i, n in enumerate(nodes):
+        name_to_node.setdefault(n.name, i)
+
+    prims: list[MeshPrimitiveAsset] = []
+    pending_skins: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for m_i in range(raw.mNumMeshes):
+        prims.append(_primitive(raw.mMeshes[m_i].contents, m_i, file, name_to_node, pending_skins))
+
+    # One MeshAsset per distinct list of aiMeshes a node instances (a glTF mesh = its primitives).
+    groups: dict[tuple[int, ...], int] = {}
+    for idxs in node_meshes:
+        if idxs and idxs not in groups:
+            groups[idxs] = -1
+    claimed = {i for g in groups for i in g}
+    for m_i in range(raw.mNumMeshes):
+        if m_i not in claimed:
+            groups[(m_i,)] = -1
+    meshes: list[MeshAsset] = []
+    skins: list[SkinAsset] = []
+    for key in sorted(groups, key=min):
+        groups[key] = len(meshes)
+        name = _mesh_group_name(prims, key)
+        meshes.append(MeshAsset(name=name, primitives=[prims[i] for i in key]))
+        # glTF binds a skin per node/mesh, assimp per aiMesh: one SkinAsset per mesh, shared by its primitives
+        # when their joints and inverse binds agree.
+        local: dict[bytes, int] = {}
+        for i in key:
+            if i in pending_skins:
+                joints, ibm = pending_skins[i]
+                k = joints.tobytes() + np.round(ibm, 6).tobytes()
+                if k not in local:
+                    local[k] = len(skins)
+                    skins.append(SkinAsset(joints=joints, inverse_bind_matrices=ibm, name=f"skin_{len(skins)}"))
+                prims[i].skin = local[k]
+    for node, idxs in zip(nodes, node_meshes):
+        if idxs:
+            node.mesh = groups[idxs]
+            mesh = meshes[node.mesh]
+            node.skin = next((p.skin for p in mesh.primitives if p.skin is not None), None)
+            first = next((p for p in mesh.primitives if p.morph_targets), None)
+            if first is not None and first.default_weights is not None:
+                node.default_weights = first.default_weights.copy()
+
+    animations = [_animation(raw.mAnimations[a].contents, a, name_to_node, nodes, meshes, file)
+                  for a in range(raw.mNumAnimations)]
+    return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=animations, roots=roots, source=file)
+
+
+def _mesh_group_name(prims, key) -> str:
+    name = prims[key[0]].name
+    if len(key) > 1 and "-" in name:
+        base, _, suffix = name.rpartition("-")
+        if suffix.isdigit():
+            return base
+    return name
+
+
+def _decompose(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t = m[:3, 3].copy()
+    basis = m[:3, :3]
+    s = np.linalg.norm(basis, axis=0)
+    if np.linalg.det(basis) < 0:
+        s[0] = -s[0]
+    r = basis / np.where(np.abs(s) > 1e-30, s, 1.0)
+    return t, _quat_from_matrix(r), s
+
+
+def _quat_from_matrix(r: np.ndarray) -> np.ndarray:
+    """Rotation matrix -> unit quaternion (x, y, z, w)."""
+    tr = np.trace(r)
+    if tr > 0:
+        s = np.sqrt(tr + 1.0) * 2
+        q = [(r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s, 0.25 * s]
+    elif r[0, 0] > r[1, 1] and r[0, 0] > r[2, 2]:
+        s = np.sqrt(1.0 + r[0, 0] - r[1, 1] - r[2, 2]) * 2
+        q = [0.25 * s, (r[0, 1] + r[1, 0]) / s, (r[0, 2] + r[2, 0]) / s, (r[2, 1] - r[1, 2]) / s]
+    elif r[1, 1] > r[2, 2]:
+        s = np.sqrt(1.0 + r[1, 1] - r[0, 0] - r[2, 2]) * 2
+        q = [(r[0, 1] + r[1, 0]) / s, 0.25 * s, (r[1, 2] + r[2, 1]) / s, (r[0, 2] - r[2, 0]) / s]
+    else:
+        s = np.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1]) * 2
+        q = [(r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s, (r[1, 0] - r[0, 1]) / s]
+    q = np.array(q)
+    return q / np.linalg.norm(q)
+
+
+def _nodes(root_ptr):
+    nodes: list[NodeAsset] = []
+    node_meshes: list[tuple[int, ...]] = []
+    stack = [(root_ptr, None)]
+    while stack:
+        ptr, parent = stack.pop()
+        n = ptr.contents
+        t, r, s = _decompose(A.matrix(n.mTransformation))
+        idx = len(nodes)
+        nodes.append(NodeAsset(name=A.string(n.mName), translation=t, rotation=r, scale=s, parent=parent))
+        node_meshes.append(tuple(n.mMeshes[k] for k in range(n.mNumMeshes)))
+        if parent is not None:
+            nodes[parent].children.append(idx)
+        for c in reversed(range(n.mNumChildren)):
+            stack.append((n.mChildren[c], idx))
+    return nodes, node_meshes, [0]
+
+
+def _indices(mesh, where) -> np.ndarray:
+    nf = mesh.mNumFaces
+    out = np.empty(nf * 3, dtype=np.uint32)
+    faces = mesh.mFaces
+    for f in range(nf):
+        face = faces[f]
+        if face.mNumIndices != 3:
+            raise AssetError(f"face {f} has {face.mNumIndices} indices; only triangles are supported "
+                             "(points/lines are not skinned meshes)", **where)
+        ind = face.mIndices
+        out[3 * f] = ind[0]
+        out[3 * f + 1] = ind[1]
+        out[3 * f + 2] = ind[2]
+    return out
+
+
+def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAsset:
+    name = A.string(mesh.mName) or f"mesh_{m_i}"
+    where = {"file": file, "mesh": name, "primitive": m_i}
+    V = mesh.mNumVertices
+    if V == 0:
+        raise AssetError("primitive has no vertices", **where)
+    pos = A.vec3_array(mesh.mVertices, V)
+    indices = _indices(mesh, where)
+    if len(indices) and int(indices.max()) >= V:
+        bad = int(np.flatnonzero(indices >= V)[0])
+        raise AssetError(f"index out of range (vertex count {V})", index=bad, **where)
+    file_normals = A.vec3_array(mesh.mNormals, V)
+    normals = file_normals if file_normals is not None else vertex_normals(pos, indices)
+    uv3 = A.vec3_array(mesh.mTextureCoords[0], V)
+    uv = uv3[:, :2] if uv3 is not None else None
+    file_tangents = A.vec3_array(mesh.mTangents, V)
+    if file_tangents is not None:
+        bit = A.vec3_array(mesh.mBitangents, V)
+        w = np.ones(V, np.float32)
+        if bit is not None:
+            w = np.where(np.sum(np.cross(normals, file_tangents) * bit, axis=1) < 0, -1.0, 1.0)
+        tangents = np.concatenate([file_tangents, w[:, None]], axis=1).astype(np.float32)
+    else:
+        tangents = vertex_tangents(pos, normals, uv, indices)
+
+    bones = A.bones_of(mesh)
+    dtype = SKINNED_VERTEX if bones else STATIC_VERTEX
+    verts = np.zeros(V, dtype=dtype)
+    verts["position"] = pos
+    verts["normal"] = normals
+    verts["tangent"] = tangents
+    if uv is not None:
+        verts["texcoord"] = uv
+
+    prim = MeshPrimitiveAsset(vertices=verts, indices=indices, name=name)
+    if bones:
+        joints, ibm, prim.truncated_influences = _skin(bones, verts, name_to_node, where)
+        pending_skins[m_i] = (joints, ibm)
+
+    targets, weights = [], []
+    for k in range(mesh.mNumAnimMeshes):
+        am = mesh.mAnimMeshes[k].contents
+        tname = A.string(am.mName)
+        if am.mNumVertices != V:
+            raise AssetError(f"position delta count {am.mNumVertices} != vertex count {V}",
+                             target=tname or k, **where)
+        apos = A.vec3_array(am.mVertices, V)
+        if apos is None:
+            raise AssetError("target has no positions", target=tname or k, **where)
+        an = A.vec3_array(am.mNormals, V)
+        at = A.vec3_array(am.mTangents, V)
+        targets.append(MorphTargetAsset(
+            name=tname or f"target_{k}",
+            position_deltas=(apos - pos).astype(np.float32),
+            normal_deltas=(an - normals).astype(np.float32) if an is not None and file_normals is not None
+            else None,
+            tangent_deltas=(at - file_tangents).astype(np.float32) if at is not None and file_tangents is not None
+            else None,
+            generated_name=not tname))
+        weights.append(am.mWeight)
+    prim.morph_targets = targets
+    prim.default_weights = np.array(weights, np.float32) if targets else None
+    return prim
+
+
+def _skin(bones, verts, name_to_node, where) -> tuple[np.ndarray, np.ndarray, int]:
+    """Joint node indices, inverse binds and truncation count; writes top-4 influences into ``verts``."""
+    V = len(verts)
+    joints = []
+    ibms = []
+    vid_parts, bone_parts, w_parts = [], [], []
+    for b_i, b in enumerate(bones):
+        bname = A.string(b.mName)
+        if bname not in name_to_node:
+            raise AssetError(f"bone {bname!r} names no node of the scene", index=b_i, **where)
+        joints.append(name_to_node[bname])
+        ibms.append(A.matrix(b.mOffsetMatrix))
+        n = b.mNumWeights
+        if n:
+            arr = np.ctypeslib.as_array(ctypes.cast(b.mWeights, ctypes.POINTER(ctypes.c_uint8)), (n * 8,))
+            rec = arr.view(np.dtype([("v", "<u4"), ("w", "<f4")]))
+            vid_parts.append(rec["v"].astype(np.int64))
+            w_parts.append(rec["w"].astype(np.float64))
+            bone_parts.append(np.full(n, b_i, np.int64))
+    vid = np.concatenate(vid_parts) if vid_parts else np.zeros(0, np.int64)
+    bone = np.concatenate(bone_parts) if bone_parts else np.zeros(0, np.int64)
+    w = np.concatenate(w_parts) if w_parts else np.zeros(0)
+    if len(vid) and vid.max() >= V:
+        raise AssetError(f"bone weight refers to vertex {int(vid.max())} beyond {V}", **where)
+    joints_arr, weights_arr, truncated = top4_influences(vid, bone, w, V)
+    verts["joints"] = joints_arr
+    verts["weights"] = weights_arr
+    return np.array(joints, np.int64), np.array(ibms, np.float64).reshape(-1, 4, 4), truncated
+
+
+def top4_influences(vertex: np.ndarray, joint: np.ndarray, weight: np.ndarray, V: int):
+    """Drop zero weights, keep the four largest per vertex (ties: lower joint first), renormalize to sum 1.
+
+    Returns (joints (V,4) uint32, weights (V,4) float32, number of vertices that had more than four)."""
+    keep = weight > 0
+    vertex, joint, weight = vertex[keep], joint[keep], weight[keep]
+    order = np.lexsort((joint, -weight, vertex))
+    vertex, joint, weight = vertex[order], joint[order], weight[order]
+    first = np.searchsorted(vertex, vertex, side="left")
+    rank = np.arange(len(vertex)) - first
+    counts = np.bincount(vertex, minlength=V)
+    sel = rank < 4
+    j = np.zeros((V, 4), np.uint32)
+    w = np.zeros((V, 4), np.float64)
+    j[vertex[sel], rank[sel]] = joint[sel]
+    w[vertex[sel], rank[sel]] = weight[sel]
+    s = w.sum(axis=1, keepdims=True)
+    w = np.where(s > 0, w / np.where(s > 0, s, 1.0), 0.0)
+    return j, w.astype(np.float32), int((counts > 4).sum())
+
+
+def _animation(anim, a_i, name_to_node, nodes, meshes, file) -> AnimationClip:
+    name = A.string(anim.mName) or f"clip_{a_i}"
+    tps = anim.mTicksPerSecond if anim.mTicksPerSecond > 0 else 25.0  # assimp's documented default
+    node_channels: list[NodeChannel] = []
+    last = 0.0
+    for ch in A.node_anims_of(anim):
+        nname = A.string(ch.mNodeName)
+        if nname not in name_to_node:
+            raise AssetError(f"animation {name!r} animates unknown node {nname!r}", file=file)
+        node = name_to_node[nname]
+        for path, count, keys, width in (("translation", ch.mNumPositionKeys, ch.mPositionKeys, 3),
+                                         ("rotation", ch.mNumRotationKeys, ch.mRotationKeys, 4),
+                                         ("scale", ch.mNumScalingKeys, ch.mScalingKeys, 3)):
+            if not count:
+                continue
+            times = np.array([keys[k].mTime for k in range(count)], np.float64) / tps
+            if width == 4:
+                vals = np.array([(keys[k].mValue.x, keys[k].mValue.y, keys[k].mValue.z, keys[k].mValue.w)
+                                 for k in range(count)], np.float64)
+            else:
+                vals = np.array([(keys[k].mValue.x, keys[k].mValue.y, keys[k].mValue.z)
+                                 for k in range(count)], np.float64)
+            node_channels.append(NodeChannel(node=node, path=path, times=times, values=vals))
+            last = max(last, float(times[-1]))
+    morph_channels: list[MorphWeightChannel] = []
+    for c in range(anim.mNumMorphMeshChannels):
+        ch = anim.mMorphMeshChannels[c].contents
+        nname = A.string(ch.mName)
+        if nname not in name_to_node:
+            raise AssetError(f"animation {name!r} morphs unknown node {nname!r}", file=file)
+        node = name_to_node[nname]
+        mesh = nodes[node].mesh
+        T = meshes[mesh].target_count if mesh is not None else 0
+        K = ch.mNumKeys
+        times = np.empty(K, np.float64)
+        vals = np.zeros((K, T), np.float64)
+        for k in range(K):
+            key = ch.mKeys[k]
+            times[k] = key.mTime / tps
+            for j in range(key.mNumValuesAndWeights):
+                t = key.mValues[j]
+                if t >= T:
+                    raise AssetError(f"animation {name!r} weights target {t} of node {nname!r} which has {T}",
+                                     file=file, index=k)
+                vals[k, t] = key.mWeights[j]
+        if K:
+            last = max(last, float(times[-1]))
+        morph_channels.append(MorphWeightChannel(node=node, times=times, values=vals))
+    duration = max(float(anim.mDuration) / tps, last)
+    return AnimationClip(name=name, duration=duration, morph_channels=morph_channels, node_channels=node_channels)

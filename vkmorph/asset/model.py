@@ -1,0 +1,152 @@
+"""The CPU scene data model (seed 000 / DESIGN.md). Plain dataclasses over numpy arrays; no Vulkan here.
+
+Vertex arrays are numpy structured arrays whose layout is exactly the vertex buffer's (tightly packed, 4-byte
+fields), so the same bytes go to the GPU unchanged and the morph shader addresses fields in 32-bit words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+STATIC_VERTEX = np.dtype([("position", "<f4", 3), ("normal", "<f4", 3), ("tangent", "<f4", 4),
+                          ("texcoord", "<f4", 2)])
+SKINNED_VERTEX = np.dtype([("position", "<f4", 3), ("normal", "<f4", 3), ("tangent", "<f4", 4),
+                           ("texcoord", "<f4", 2), ("joints", "<u4", 4), ("weights", "<f4", 4)])
+assert STATIC_VERTEX.itemsize == 48 and SKINNED_VERTEX.itemsize == 80
+
+
+def attribute_offsets_words(dtype: np.dtype) -> dict[str, int]:
+    """Field offsets in 32-bit words (push constants of morph.comp, vertex-input descriptions)."""
+    return {name: dtype.fields[name][1] // 4 for name in dtype.names}
+
+
+@dataclass
+class MorphTargetAsset:
+    """One blend shape: per-vertex deltas in the base mesh's local space. Position deltas are required."""
+
+    name: str
+    position_deltas: np.ndarray               # (V, 3) float32
+    normal_deltas: np.ndarray | None = None   # (V, 3) float32
+    tangent_deltas: np.ndarray | None = None  # (V, 3) float32
+    generated_name: bool = False              # True when the file had no name and one was made up
+
+
+@dataclass
+class MeshPrimitiveAsset:
+    vertices: np.ndarray                      # STATIC_VERTEX or SKINNED_VERTEX structured array, (V,)
+    indices: np.ndarray                       # (I,) uint32, a triangle list
+    morph_targets: list[MorphTargetAsset] = field(default_factory=list)
+    default_weights: np.ndarray | None = None  # (T,) float32, from the file
+    skin: int | None = None                   # index into SceneAsset.skins when skinned
+    base_color: tuple[float, float, float, float] = (0.8, 0.8, 0.8, 1.0)
+    name: str = ""
+    truncated_influences: int = 0             # vertices that had more than four non-zero influences
+
+    @property
+    def vertex_count(self) -> int:
+        return int(self.vertices.shape[0])
+
+    @property
+    def is_skinned(self) -> bool:
+        return self.vertices.dtype == SKINNED_VERTEX
+
+    @property
+    def target_names(self) -> list[str]:
+        return [t.name for t in self.morph_targets]
+
+
+@dataclass
+class MeshAsset:
+    name: str
+    primitives: list[MeshPrimitiveAsset]
+
+    @property
+    def target_count(self) -> int:
+        return max((len(p.morph_targets) for p in self.primitives), default=0)
+
+
+@dataclass
+class SkinAsset:
+    joints: np.ndarray                # (J,) int node indices
+    inverse_bind_matrices: np.ndarray  # (J, 4, 4) float64, column vectors (M @ v)
+    name: str = ""
+
+
+@dataclass
+class NodeAsset:
+    name: str
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    rotation: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.0, 1.0]))  # x, y, z, w
+    scale: np.ndarray = field(default_factory=lambda: np.ones(3))
+    children: list[int] = field(default_factory=list)
+    parent: int | None = None
+    mesh: int | None = None
+    skin: int | None = None
+    default_weights: np.ndarray | None = None
+
+
+INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")
+
+
+@dataclass
+class MorphWeightChannel:
+    node: int
+    times: np.ndarray      # (K,) seconds, increasing
+    values: np.ndarray     # (K, T), or (3K, T) for CUBICSPLINE (in-tangent, value, out-tangent per key)
+    interpolation: str = "LINEAR"
+
+
+@dataclass
+class NodeChannel:
+    node: int
+    path: str              # "translation" | "rotation" | "scale"
+    times: np.ndarray      # (K,) seconds
+    values: np.ndarray     # (K, 3) or (K, 4) quaternion x,y,z,w; (3K, n) for CUBICSPLINE
+    interpolation: str = "LINEAR"
+
+
+@dataclass
+class AnimationClip:
+    name: str
+    duration: float
+    morph_channels: list[MorphWeightChannel] = field(default_factory=list)
+    node_channels: list[NodeChannel] = field(default_factory=list)
+
+
+@dataclass
+class SceneAsset:
+    nodes: list[NodeAsset]
+    meshes: list[MeshAsset]
+    skins: list[SkinAsset]
+    animations: list[AnimationClip]
+    roots: list[int]
+    source: str = "<memory>"
+
+    @property
+    def primitives(self) -> list[MeshPrimitiveAsset]:
+        """All primitives in import order (mesh order, then primitive order)."""
+        return [p for m in self.meshes for p in m.primitives]
+
+    def node_index(self, name: str) -> int:
+        for i, n in enumerate(self.nodes):
+            if n.name == name:
+                return i
+        raise KeyError(name)
+
+    def clip(self, key: str | int) -> AnimationClip:
+        """A clip by name or index (as a string too, for CLIs)."""
+        from ..errors import UsageError
+
+        if isinstance(key, str) and key.lstrip("-").isdigit() and not any(a.name == key for a in self.animations):
+            key = int(key)
+        if isinstance(key, int):
+            if 0 <= key < len(self.animations):
+                return self.animations[key]
+        else:
+            for a in self.animations:
+                if a.name == key:
+                    return a
+        names = [a.name for a in self.animations]
+        raise UsageError(f"unknown clip {key!r}; the file has {names or 'no animations'}")
