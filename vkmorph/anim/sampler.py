@@ -26,7 +26,7 @@ def slerp(q0: np.ndarray, q1: np.ndarray, a: float) -> np.ndarray:
     d = float(np.dot(q0, q1))
     if d < 0.0:
         q1, d = -q1, -d
-    if d > 0.9995:
+    if d > 1.0 - 1e-9:  # nearly identical: lerp avoids dividing by sin(~0)
         q = q0 + a * (q1 - q0)
     else:
         th = np.arccos(d)
