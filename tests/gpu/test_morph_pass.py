@@ -1,0 +1,196 @@
+"""The GPU morph pass under validation + synchronization validation: results equal the numpy reference."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, asset, vulkan_unavailable_reason
+from tests.morph.test_gpu_data import random_prim
+from vkmorph import load_scene
+from vkmorph.anim.player import AnimationPlayer
+from vkmorph.asset.model import SKINNED_VERTEX, MeshAsset, NodeAsset, SceneAsset, SkinAsset
+from vkmorph.morph.reference import morph_reference
+
+pytestmark = pytest.mark.gpu
+
+
+def scene_of(prims, skinned=False) -> SceneAsset:
+    nodes, meshes = [], []
+    for i, p in enumerate(prims):
+        if skinned:
+            v = np.zeros(len(p.vertices), SKINNED_VERTEX)
+            for f in p.vertices.dtype.names:
+                v[f] = p.vertices[f]
+            rng = np.random.default_rng(i)
+            v["joints"] = rng.integers(0, 3, (len(v), 4))
+            w = rng.random((len(v), 4))
+            v["weights"] = w / w.sum(axis=1, keepdims=True)
+            p.vertices, p.skin = v, 0
+        meshes.append(MeshAsset(f"m{i}", [p]))
+        nodes.append(NodeAsset(f"n{i}", mesh=i, skin=0 if skinned else None))
+    skins = [SkinAsset(np.array([0, 0, 0]), np.stack([np.eye(4)] * 3))] if skinned else []
+    return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=[], roots=list(range(len(nodes))))
+
+
+def check(rt, inst, weights):
+    out = rt.read_vertices(inst)
+    p, n, t = morph_reference(inst.prim, weights)
+    size = float(np.ptp(inst.prim.vertices["position"], axis=0).max()) or 1.0
+    assert np.abs(out["position"] - p).max() <= 1e-5 * size
+    assert np.abs(out["normal"] - n).max() <= 1e-5
+    assert np.abs(out["tangent"] - t).max() <= 1e-5
+    untouched = [f for f in out.dtype.names if f not in ("position", "normal", "tangent")]
+    for f in untouched:
+        assert out[f].tobytes() == inst.prim.vertices[f].tobytes(), f
+    assert out["tangent"][:, 3].tobytes() == inst.prim.vertices["tangent"][:, 3].tobytes()
+
+
+@pytest.mark.parametrize("skinned", [False, True], ids=["static", "skinned"])
+def test_random_sparse_meshes_match_reference(ctx, skinned):
+    from vkmorph.render.morph_pass import MorphRuntime
+
+    rng = np.random.default_rng(7)
+    prims = [random_prim(rng, 1, 3, 1.0), random_prim(rng, 130, 5, 0.3),
+             random_prim(rng, 517, 256, 0.02), random_prim(rng, 64, 4, 0.0)]
+    scene = scene_of(prims, skinned)
+    with MorphRuntime(ctx, scene) as rt:
+        for trial in range(2):
+            ws = {}
+            for inst in rt.morphing:
+                w = rng.random(inst.state.target_count)
+                w[rng.random(len(w)) < 0.5] = 0.0
+                ws[inst.node] = w
+                rt.set_weights(inst.node, w)
+            ctx.submit_and_wait(rt.record)
+            for inst in rt.morphing:
+                check(rt, inst, ws[inst.node])
+
+
+MORPH_ASSETS = [("SimpleMorph", "SimpleMorph.gltf"), ("AnimatedMorphCube", "AnimatedMorphCube.gltf"),
+                ("MorphPrimitivesTest", "MorphPrimitivesTest.gltf"), ("MorphStressTest", "MorphStressTest.gltf"),
+                ("RobotExpressive", "RobotExpressive.glb")]
+
+
+@pytest.mark.parametrize("folder,name", MORPH_ASSETS, ids=[n for _, n in MORPH_ASSETS])
+def test_assets_match_reference_at_weights_and_times(ctx, folder, name):
+    from vkmorph.render.morph_pass import MorphRuntime
+
+    scene = load_scene(asset(folder, name))
+    rng = np.random.default_rng(1)
+    with MorphRuntime(ctx, scene) as rt:
+        for trial in range(2):
+            for node in rt.pose.morph_nodes:
+                rt.set_weights(node, rng.random(len(rt.pose.weights(node))))
+            ctx.submit_and_wait(rt.record)
+            for inst in rt.morphing:
+                check(rt, inst, rt.pose.weights(inst.node)[: inst.state.target_count])
+        if scene.animations:
+            player = AnimationPlayer(scene, rt.pose)
+            clip = scene.animations[-1]
+            player.clip = clip
+            for t in (0.1, clip.duration * 0.6):
+                player.apply(t)
+                ctx.submit_and_wait(rt.record)
+                for inst in rt.morphing:
+                    check(rt, inst, rt.pose.weights(inst.node)[: inst.state.target_count])
+
+
+def test_version_gating_counters(ctx):
+    from vkmorph.render.morph_pass import MorphRuntime
+
+    scene = load_scene()  # red (morph), blue (skin only), purple (both)
+    with MorphRuntime(ctx, scene) as rt:
+        assert len(rt.morphing) == 2
+        c = []
+        ctx.submit_and_wait(lambda cb: c.append(rt.record(cb)))
+        assert c[-1].dispatched == 2 and c[-1].barriers == 3
+        ctx.submit_and_wait(lambda cb: c.append(rt.record(cb)))
+        assert (c[-1].dispatched, c[-1].bytes_uploaded, c[-1].barriers, c[-1].pose_skipped) == (0, 0, 0, True)
+        rt.set_weights("Red", [0.5, 0.25])
+        ctx.submit_and_wait(lambda cb: c.append(rt.record(cb)))
+        assert (c[-1].dispatched, c[-1].skipped, c[-1].bytes_uploaded) == (1, 1, 8)
+        rt.set_weights("Red", [0.5, 0.25])  # same values: no version change, nothing recorded
+        ctx.submit_and_wait(lambda cb: c.append(rt.record(cb)))
+        assert c[-1].dispatched == 0 and c[-1].pose_skipped
+        red = rt.instance("Red")
+        check(rt, red, [0.5, 0.25])
+
+
+def test_frames_in_flight_without_waiting(ctx):
+    """Weights change every frame; frames are submitted back to back with no host wait in between."""
+    from vkmorph.gpu import barriers
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.vk import vk
+    from vkmorph.render.morph_pass import MorphRuntime
+
+    scene = load_scene()
+    frames = 3
+    with MorphRuntime(ctx, scene) as rt:
+        red = rt.instance("Red")
+        sink = M.device_buffer(ctx, None, M.STORAGE, size=red.vertex_buffer.size)
+        cbs = [ctx.allocate_command_buffer() for _ in range(frames)]
+        fences = [vk.vkCreateFence(ctx.device, vk.VkFenceCreateInfo(), None) for _ in range(frames)]
+        weights = None
+        for f in range(9):
+            i = f % frames
+            if f >= frames:
+                ctx.wait_fence(fences[i])  # only the frame that used this command buffer
+            weights = [((f * 0.37) % 1.0), ((f * 0.61) % 1.0)]
+            rt.set_weights("Red", weights)
+            cb = cbs[i]
+            vk.vkResetCommandBuffer(cb, 0)
+            vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo())
+            counters = rt.record(cb)
+            assert counters.dispatched == (2 if f == 0 else 1)  # frame 0 also morphs Purple once
+            # a consumer reading the morph output this frame (stands in for the vertex fetch of a draw)
+            barriers.compute_write_to_transfer_read(cb)
+            vk.vkCmdCopyBuffer(cb, red.vertex_buffer.handle, sink.handle, 1,
+                               [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=red.vertex_buffer.size)])
+            vk.vkEndCommandBuffer(cb)
+            ctx.submit([cb], fence=fences[i])
+        ctx.wait_idle()
+        for fe in fences:
+            vk.vkDestroyFence(ctx.device, fe, None)
+        for cb in cbs:
+            ctx.free_command_buffer(cb)
+        sink.destroy()
+        check(rt, red, weights)
+
+
+def test_embedding_in_a_user_device():
+    """The user's own instance/device/command buffer (created by the test with python-vulkan directly)."""
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    from tests.gpu.rawvk import RawDevice
+    from vkmorph.gpu.context import Context
+    from vkmorph.render.morph_pass import MorphRuntime
+
+    user = RawDevice()
+    ctx = Context.from_external(user.instance, user.physical_device, user.device, user.queue,
+                                user.queue_family_index)
+    rt = MorphRuntime(ctx, load_scene())
+    rt.set_weights("PurpleMesh", [0.2, 0.9])
+    user.run(rt.record)          # the user records, submits and waits
+    inst = rt.instance("PurpleMesh")
+    check(rt, inst, [0.2, 0.9])
+    layout = rt.vertex_input("PurpleMesh")
+    assert layout.stride == 80 and [a[1] for a in layout.attributes][:3] == ["position", "normal", "tangent"]
+    assert rt.vertex_buffer("PurpleMesh") is not None and rt.index_buffer("PurpleMesh") is not None
+    rt.destroy()
+    ctx.destroy()
+    user.destroy()
+    assert user.messages == []
+
+
+def test_embed_example_script_runs():
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "embed_example.py")], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300, env={**os.environ, "VKMORPH_VALIDATION": "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "max error vs numpy reference" in r.stdout
