@@ -168,7 +168,8 @@ def test_cpu_layers_do_not_load_vulkan():
             "import vkmorph.asset.importer, vkmorph.morph.gpu_data, vkmorph.morph.state, vkmorph.morph.reference\n"
             "import vkmorph.anim.player, vkmorph.anim.skeleton, vkmorph.anim.sampler\n"
             "load_scene()\n"
-            "bad = [m for m in sys.modules if m == 'vulkan' or m.startswith('vulkan.') or m.startswith('vkmorph.gpu')]\n"
+            "bad = [m for m in sys.modules"
+            " if m == 'vulkan' or m.startswith(('vulkan.', 'vkmorph.gpu'))]\n"
             "assert not bad, bad\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

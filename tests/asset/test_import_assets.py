@@ -23,7 +23,7 @@ GLTF_ASSETS = [
 
 def top4_by_hand(joints_sets, weights_sets):
     """Per vertex, in plain Python: drop zeros, four largest (ties: lower joint), renormalize."""
-    out_j, out_w = [], []
+    out_j = []
     for js, ws in zip(joints_sets, weights_sets):
         pairs = [(float(w), int(j)) for j, w in zip(js, ws) if w > 0]
         pairs.sort(key=lambda p: (-p[0], p[1]))

@@ -59,7 +59,7 @@ def test_random_sparse_meshes_match_reference(ctx, skinned):
              random_prim(rng, 517, 256, 0.02), random_prim(rng, 64, 4, 0.0)]
     scene = scene_of(prims, skinned)
     with MorphRuntime(ctx, scene) as rt:
-        for trial in range(2):
+        for _trial in range(2):
             ws = {}
             for inst in rt.morphing:
                 w = rng.random(inst.state.target_count)
@@ -83,7 +83,7 @@ def test_assets_match_reference_at_weights_and_times(ctx, folder, name):
     scene = load_scene(asset(folder, name))
     rng = np.random.default_rng(1)
     with MorphRuntime(ctx, scene) as rt:
-        for trial in range(2):
+        for _trial in range(2):
             for node in rt.pose.morph_nodes:
                 rt.set_weights(node, rng.random(len(rt.pose.weights(node))))
             ctx.submit_and_wait(rt.record)

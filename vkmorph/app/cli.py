@@ -110,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `vkmorph info x | head`
+        return 0
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from ctypes import POINTER, Structure, c_float, c_uint, c_void_p
 
 from pyassimp import structs as S
 
+
 class Bone5(Structure):
     _fields_ = [
         ("mName", S.String),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ..errors import GpuError
@@ -11,7 +11,7 @@ _ROOT = Path(__file__).resolve().parents[2]
 SPIRV_DIRS = (_ROOT / "spirv", Path(__file__).resolve().parents[1] / "spirv")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_spirv(name: str) -> bytes:
     """Bytes of ``spirv/<name>.spv`` (e.g. ``morph.comp``); cached so pipelines share one read."""
     for d in SPIRV_DIRS:

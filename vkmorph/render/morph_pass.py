@@ -72,7 +72,8 @@ class PrimitiveInstance:
         self.applied_version = -1
         self._owned: list[M.Buffer] = []
         usage = M.VERTEX | (M.STORAGE if state is not None else 0)
-        self.vertex_buffer = self._own(M.device_buffer(ctx, prim.vertices, usage, name=f"vertices n{node}p{prim_index}"))
+        self.vertex_buffer = self._own(
+            M.device_buffer(ctx, prim.vertices, usage, name=f"vertices n{node}p{prim_index}"))
         self.morph = None
         if state is None:
             return

@@ -1,0 +1,86 @@
+"""The command-line contract: info --json keys, morph output vs the numpy reference, bad input -> exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, asset, vulkan_unavailable_reason
+from tests.gltf_ref import Gltf
+from vkmorph import load_scene
+from vkmorph.morph.reference import morph_reference
+
+
+def vkmorph(*args, validation="1"):
+    env = {**os.environ, "VKMORPH_VALIDATION": validation}
+    return subprocess.run([sys.executable, "-m", "vkmorph.app.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=300)
+
+
+def test_info_json_matches_the_file():
+    path = asset("MorphStressTest", "MorphStressTest.gltf")
+    r = vkmorph("info", path, "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    ref = Gltf(path)
+    prims = list(ref.primitives())
+    assert [p["vertex_count"] for p in d["primitives"]] == [ref.json["accessors"][gp["attributes"]["POSITION"]]
+                                                            ["count"] for _, gp in prims]
+    assert [p["index_count"] for p in d["primitives"]] == [ref.json["accessors"][gp["indices"]]["count"]
+                                                           for _, gp in prims]
+    assert d["primitives"][1]["target_names"] == ref.json["meshes"][0]["extras"]["targetNames"]
+    assert [a["name"] for a in d["animations"]] == [a["name"] for a in ref.json["animations"]]
+    assert all(a["morph_channels"] == ["Main"] and a["node_channels"] == [] for a in d["animations"])
+    assert d["skins"] == []
+    assert all(isinstance(p["delta_count"], int) for p in d["primitives"])
+
+
+def test_info_on_bad_input_is_one_line_exit_2(tmp_path):
+    for bad in (tmp_path / "missing.glb", tmp_path):
+        r = vkmorph("info", bad)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.gpu
+def test_morph_cli_weights_and_clip(tmp_path):
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    path = asset("AnimatedMorphCube", "AnimatedMorphCube.gltf")
+    out = tmp_path / "o.npz"
+    r = vkmorph("morph", path, "--weights", "0.25,0.75", "--out", out)
+    assert r.returncode == 0, r.stderr
+    prim = load_scene(path).primitives[0]
+    p, n, t = morph_reference(prim, [0.25, 0.75])
+    with np.load(out) as z:
+        np.testing.assert_allclose(z["p0/position"], p, atol=1e-5)
+        np.testing.assert_allclose(z["p0/normal"], n, atol=1e-5)
+        np.testing.assert_allclose(z["p0/tangent"], t[:, :3], atol=1e-5)
+    r = vkmorph("morph", path, "--clip", "Square", "--time", "1.3", "--out", out)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--clip", "NoSuchClip"], "unknown clip"),
+    (["--weights", "0.5"], "2 targets"),
+    (["--weights", "0.5,nan"], "non-finite"),
+    (["--weights", "a,b"], "numbers"),
+])
+def test_morph_cli_bad_input(tmp_path, args, needle):
+    out = tmp_path / "o.npz"
+    r = vkmorph("morph", asset("AnimatedMorphCube", "AnimatedMorphCube.gltf"), *args, "--out", out)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+    assert not out.exists()
+
+
+def test_help_lists_every_command():
+    r = vkmorph("--help")
+    assert r.returncode == 0
+    for cmd in ("demo", "info", "morph", "bench"):
+        assert cmd in r.stdout
