@@ -16,7 +16,7 @@ os.environ.setdefault(
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSETS = ROOT.parent / "shared" / "assets"
+ASSETS = Path(os.environ.get("VKMORPH_ASSETS", ROOT.parent / "shared" / "assets"))
 
 _gpu_reason: list[str | None] = []
 

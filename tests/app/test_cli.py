@@ -84,3 +84,12 @@ def test_help_lists_every_command():
     assert r.returncode == 0
     for cmd in ("demo", "info", "morph", "bench"):
         assert cmd in r.stdout
+
+
+@pytest.mark.gpu
+def test_demo_command_runs_under_validation():
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    r = vkmorph("demo", "--frames", "3")
+    assert r.returncode == 0, r.stderr
+    assert "dispatched 2" in r.stdout and "max |GPU - numpy|" in r.stdout
