@@ -41,13 +41,6 @@ def compute_write_to_compute_read(cb) -> None:
              S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT | S.VK_ACCESS_SHADER_WRITE_BIT)
 
 
-def reads_to_transfer_write(cb) -> None:
-    """Write-after-read: an earlier frame's dispatch/draw may still read the weights we are about to overwrite."""
-    _barrier(cb, S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT
-             | S.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT, 0,
-             S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT)
-
-
 def previous_frame_to_morph_writes(cb) -> None:
     """Frames in flight: earlier weight updates/dispatches/draws must finish with the weights and morph
     outputs before this frame's vkCmdUpdateBuffer and dispatches overwrite them (WAR and WAW, one barrier)."""
@@ -56,13 +49,6 @@ def previous_frame_to_morph_writes(cb) -> None:
              S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT,
              S.VK_PIPELINE_STAGE_TRANSFER_BIT | S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
              S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT)
-
-
-def vertex_read_to_compute_write(cb) -> None:
-    """Write-after-read: last frame's draws read the morph output this frame's dispatch overwrites."""
-    _barrier(cb, S.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT | S.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT
-             | S.VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
-             S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT)
 
 
 def transfer_write_to_all(cb) -> None:
