@@ -93,3 +93,15 @@ def test_demo_command_runs_under_validation():
     r = vkmorph("demo", "--frames", "3")
     assert r.returncode == 0, r.stderr
     assert "dispatched 2" in r.stdout and "max |GPU - numpy|" in r.stdout
+
+
+@pytest.mark.gpu
+def test_bench_quick_runs_clean(tmp_path):
+    """The benchmark tool runs under validation and reports its byte model; no timing is asserted here."""
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    out = tmp_path / "b.json"
+    r = vkmorph("bench", "--quick", "--json", out, "--markdown", tmp_path / "b.md")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == 2 and all(row["max_error"] < 1e-5 and row["copy_gbps"] > 0 for row in rows)

@@ -136,8 +136,10 @@ def bench_case(ctx, timer, V, T, coverage, active, repeats) -> Row:
         rt.set_weights(0, w)
         rt.record(cb)
     ms = timer.time_ms(rec, repeats)
-    D = inst.morph.delta_count
-    act = int(np.isin(inst.morph.deltas["metadata"][:, 0], np.flatnonzero(w)).sum())
+    from ..morph.gpu_data import nonzero_vertices
+
+    D = inst.delta_count
+    act = sum(len(nonzero_vertices(prim, int(t))) for t in np.flatnonzero(w))
     nbytes = V * (48 + 4 + 36) + act * 64 + (D - act) * 16
     gbps = nbytes / (ms * 1e-3) / 1e9
     cp = copy_bandwidth(ctx, timer, nbytes, repeats)

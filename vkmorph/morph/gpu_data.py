@@ -42,7 +42,8 @@ def _target_arrays(prim: MeshPrimitiveAsset, t: int):
     return tgt.position_deltas, tgt.normal_deltas, tgt.tangent_deltas
 
 
-def _nonzero_vertices(prim: MeshPrimitiveAsset, t: int) -> np.ndarray:
+def nonzero_vertices(prim: MeshPrimitiveAsset, t: int) -> np.ndarray:
+    """Vertices where target t has any non-zero position, normal or tangent delta."""
     mask = np.zeros(prim.vertex_count, bool)
     for d in _target_arrays(prim, t):
         if d is not None:
@@ -52,7 +53,7 @@ def _nonzero_vertices(prim: MeshPrimitiveAsset, t: int) -> np.ndarray:
 
 def count_deltas(prim: MeshPrimitiveAsset) -> int:
     """Number of stored (target, vertex) pairs: those whose three deltas are not all zero."""
-    return int(sum(len(_nonzero_vertices(prim, t)) for t in range(len(prim.morph_targets))))
+    return int(sum(len(nonzero_vertices(prim, t)) for t in range(len(prim.morph_targets))))
 
 
 def build_gpu_morph_data(prim: MeshPrimitiveAsset, weight_range: tuple[float, float] = (0.0, 1.0)
@@ -69,7 +70,7 @@ def build_gpu_morph_data(prim: MeshPrimitiveAsset, weight_range: tuple[float, fl
 
     vert_parts, targ_parts = [], []
     for t in range(T):
-        nz = _nonzero_vertices(prim, t)
+        nz = nonzero_vertices(prim, t)
         vert_parts.append(nz)
         targ_parts.append(np.full(len(nz), t, np.int64))
     vert = np.concatenate(vert_parts) if vert_parts else np.zeros(0, np.int64)

@@ -74,11 +74,13 @@ class PrimitiveInstance:
         usage = M.VERTEX | (M.STORAGE if state is not None else 0)
         self.vertex_buffer = self._own(
             M.device_buffer(ctx, prim.vertices, usage, name=f"vertices n{node}p{prim_index}"))
-        self.morph = None
+        self.delta_count = 0
+        self.conservative_bounds = None
         if state is None:
             return
         data = build_gpu_morph_data(prim, state.weight_range)
-        self.morph = data
+        # keep only the summary: the CSR arrays live on the GPU, a host copy would double the memory
+        self.delta_count, self.conservative_bounds = data.delta_count, data.conservative_bounds
         deltas = data.deltas if data.delta_count else np.zeros(1, MORPH_DELTA)
         self.base = self._own(M.device_buffer(ctx, data.base_vertices, M.STORAGE, name="morph base"))
         self.offsets = self._own(M.device_buffer(ctx, data.vertex_offsets, M.STORAGE, name="morph offsets"))
@@ -94,6 +96,7 @@ class PrimitiveInstance:
         self._weights_ptr = M.cffi_pointer(state._weights)
         self.weights_nbytes = 4 * state.target_count
         self.groups = (prim.vertex_count + LOCAL_SIZE - 1) // LOCAL_SIZE
+        del data, deltas
 
     def _own(self, buf: M.Buffer) -> M.Buffer:
         self._owned.append(buf)
