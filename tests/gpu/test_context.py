@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, vulkan_unavailable_reason
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gpu
 
@@ -74,16 +74,10 @@ def test_missing_barrier_is_reported(ctx):
     assert ctx.errors_and_warnings() == []
 
 
-def test_external_handles_are_not_destroyed():
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
-    from tests.gpu.rawvk import RawDevice
+def test_external_handles_are_not_destroyed(user_device):
     from vkmorph.gpu import memory as M
-    from vkmorph.gpu.context import Context
 
-    user = RawDevice()
-    ctx = Context.from_external(user.instance, user.physical_device, user.device, user.queue,
-                                user.queue_family_index)
+    user, ctx = user_device
     data = np.arange(256, dtype=np.float32)
     buf = M.device_buffer(ctx, data, M.STORAGE)
     np.testing.assert_array_equal(M.readback(ctx, buf, np.float32), data)
@@ -92,9 +86,7 @@ def test_external_handles_are_not_destroyed():
     ctx.destroy()
     assert ctx.device is user.device and ctx.instance is user.instance
     # the user's device still works, then the user destroys it: no validation message anywhere
-    user.run(lambda cb: None)
-    user.destroy()
-    assert user.messages == []
+    user.run(lambda cb: None)  # the fixture then destroys the user's device and checks for messages
 
 
 def test_no_icd_gives_one_line_error(tmp_path):

@@ -162,17 +162,11 @@ def test_frames_in_flight_without_waiting(ctx):
         check(rt, red, weights)
 
 
-def test_embedding_in_a_user_device():
+def test_embedding_in_a_user_device(user_device):
     """The user's own instance/device/command buffer (created by the test with python-vulkan directly)."""
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
-    from tests.gpu.rawvk import RawDevice
-    from vkmorph.gpu.context import Context
     from vkmorph.render.morph_pass import MorphRuntime
 
-    user = RawDevice()
-    ctx = Context.from_external(user.instance, user.physical_device, user.device, user.queue,
-                                user.queue_family_index)
+    user, ctx = user_device
     rt = MorphRuntime(ctx, load_scene())
     rt.set_weights("PurpleMesh", [0.2, 0.9])
     user.run(rt.record)          # the user records, submits and waits
@@ -182,9 +176,6 @@ def test_embedding_in_a_user_device():
     assert layout.stride == 80 and [a[1] for a in layout.attributes][:3] == ["position", "normal", "tangent"]
     assert rt.vertex_buffer("PurpleMesh") is not None and rt.index_buffer("PurpleMesh") is not None
     rt.destroy()
-    ctx.destroy()
-    user.destroy()
-    assert user.messages == []
 
 
 def test_embed_example_script_runs():
