@@ -105,3 +105,31 @@ def test_bench_quick_runs_clean(tmp_path):
     assert r.returncode == 0, r.stderr
     rows = json.loads(out.read_text())["rows"]
     assert len(rows) == 2 and all(row["max_error"] < 1e-5 and row["copy_gbps"] > 0 for row in rows)
+
+
+@pytest.mark.gpu
+def test_morph_cli_skinned_matches_reference(tmp_path):
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    from vkmorph.anim.player import AnimationPlayer
+    from vkmorph.anim.skeleton import Skeleton
+    from vkmorph.morph.reference import skin_reference
+    from vkmorph.morph.state import SceneMorphPose
+
+    path = asset("SimpleSkin", "SimpleSkin.gltf")
+    out = tmp_path / "s.npz"
+    r = vkmorph("morph", path, "--clip", "0", "--time", "2.25", "--skinned", "--out", out)
+    assert r.returncode == 0, r.stderr
+    scene = load_scene(path)
+    skel = Skeleton(scene)
+    player = AnimationPlayer(scene, SceneMorphPose(scene), skel)
+    player.apply(2.25)
+    (prim,) = scene.primitives
+    node = next(i for i, n in enumerate(scene.nodes) if n.mesh == 0)
+    v = prim.vertices
+    p, _, _ = skin_reference(v["position"], v["normal"], v["tangent"], v["joints"], v["weights"],
+                             skel.skin_matrices(prim.skin, node))
+    with np.load(out) as z:
+        np.testing.assert_allclose(z["p0/position"], p, atol=1e-5)
+    r = vkmorph("morph", asset("AnimatedMorphCube", "AnimatedMorphCube.gltf"), "--skinned", "--out", out)
+    assert r.returncode == 2 and "no skinned primitive" in r.stderr

@@ -62,9 +62,8 @@ def run_morph(args) -> int:
             if p.morph_targets and len(p.morph_targets) != len(weights):
                 raise UsageError(f"--weights has {len(weights)} values but primitive {p.name!r} has "
                                  f"{len(p.morph_targets)} targets")
-    if args.skinned:
-        # GPU skinning capture belongs to the rendering pipeline (skin.vert), which has not landed yet.
-        raise UsageError("--skinned is not available yet: GPU skinning lands with the rendering pipeline")
+    if args.skinned and not any(p.is_skinned for p in scene.primitives):
+        raise UsageError("--skinned: the file has no skinned primitive")
 
     from ..anim.player import AnimationPlayer
     from ..anim.skeleton import Skeleton
@@ -84,15 +83,26 @@ def run_morph(args) -> int:
             player.apply(min(max(args.time, 0.0), clip.duration))
         ctx.submit_and_wait(rt.record)
         arrays: dict[str, np.ndarray] = {}
+        skinner = None
+        if args.skinned:
+            from ..render.skin_capture import SkinCapture
+
+            skinner = SkinCapture(ctx, max_runs=len(scene.primitives))
         for i, (node, p_i) in enumerate(first_instances(scene)):
             if node is None:
                 continue
             inst = rt.instance(node, p_i)
             v = rt.read_vertices(inst)
             pos, nrm, tan = v["position"], v["normal"], v["tangent"][:, :3]
+            if skinner is not None and inst.prim.is_skinned:
+                mats = skeleton.skin_matrices(inst.prim.skin, node)
+                pos, nrm, tan = skinner.run(inst.vertex_buffer, inst.prim.vertices.dtype, inst.prim.vertex_count,
+                                            mats)
             arrays[f"p{i}/position"] = np.ascontiguousarray(pos, np.float32)
             arrays[f"p{i}/normal"] = np.ascontiguousarray(nrm, np.float32)
             arrays[f"p{i}/tangent"] = np.ascontiguousarray(tan, np.float32)
+        if skinner is not None:
+            skinner.destroy()
         rt.destroy()
     finally:
         ctx.destroy()

@@ -71,7 +71,7 @@ class PrimitiveInstance:
         self.index_count = len(prim.indices)
         self.applied_version = -1
         self._owned: list[M.Buffer] = []
-        usage = M.VERTEX | (M.STORAGE if state is not None else 0)
+        usage = M.VERTEX | M.STORAGE  # storage too: the skinning capture kernel reads any vertex buffer
         self.vertex_buffer = self._own(
             M.device_buffer(ctx, prim.vertices, usage, name=f"vertices n{node}p{prim_index}"))
         self.delta_count = 0

@@ -1,0 +1,56 @@
+"""GPU skinning capture: glsl/skin.comp (the skinning code of skin.vert) over a morph output vertex buffer.
+
+Used by ``vkmorph morph --skinned`` and the tests, so skinned positions are checked from the GPU itself.
+Not a per-frame path: it submits and waits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..asset.model import attribute_offsets_words
+from ..gpu import barriers
+from ..gpu import memory as M
+from ..gpu.context import Context
+from ..gpu.pipeline import ComputePipeline
+from ..gpu.vk import vk
+
+
+def palette_bytes(skin_matrices: np.ndarray) -> np.ndarray:
+    """(J, 4, 4) math matrices (M @ v) -> std430 mat4[] (column-major) float32."""
+    return np.ascontiguousarray(np.asarray(skin_matrices, np.float32).transpose(0, 2, 1))
+
+
+class SkinCapture:
+    def __init__(self, ctx: Context, max_runs: int = 16):
+        self.ctx = ctx
+        self.pipeline = ComputePipeline(ctx, "skin.comp", 3, 7 * 4, max_sets=max(1, max_runs))
+
+    def run(self, vertex_buffer: M.Buffer, dtype: np.dtype, vertex_count: int, skin_matrices: np.ndarray):
+        """Positions (V,3), normals (V,3), tangents (V,3) after four-bone skinning of ``vertex_buffer``."""
+        ctx = self.ctx
+        pal = palette_bytes(skin_matrices)
+        palette = M.host_buffer(ctx, pal.nbytes, M.STORAGE, name="capture palette")
+        out = M.device_buffer(ctx, None, M.STORAGE, size=48 * max(1, vertex_count), name="capture output")
+        try:
+            palette.mapped[:] = pal.reshape(-1).view(np.uint8)
+            dset = self.pipeline.make_set([vertex_buffer, palette, out])
+            o = attribute_offsets_words(dtype)
+            push = np.array([vertex_count, dtype.itemsize // 4, o["position"], o["normal"], o["tangent"],
+                             o["joints"], o["weights"]], np.uint32)
+
+            def record(cb):
+                barriers.compute_write_to_compute_read(cb)  # the morph dispatch wrote the vertex buffer
+                self.pipeline.bind(cb, dset)
+                self.pipeline.push(cb, M.cffi_pointer(push), push.nbytes)
+                vk.vkCmdDispatch(cb, (vertex_count + 63) // 64, 1, 1)
+
+            ctx.submit_and_wait(record)
+            values = M.readback(ctx, out, np.float32).reshape(-1, 3, 4)[:vertex_count]
+        finally:
+            palette.destroy()
+            out.destroy()
+        return values[:, 0, :3].copy(), values[:, 1, :3].copy(), values[:, 2, :3].copy()
+
+    def destroy(self) -> None:
+        self.pipeline.destroy()
