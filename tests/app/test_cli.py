@@ -133,3 +133,33 @@ def test_morph_cli_skinned_matches_reference(tmp_path):
         np.testing.assert_allclose(z["p0/position"], p, atol=1e-5)
     r = vkmorph("morph", asset("AnimatedMorphCube", "AnimatedMorphCube.gltf"), "--skinned", "--out", out)
     assert r.returncode == 2 and "no skinned primitive" in r.stderr
+
+
+@pytest.mark.gpu
+def test_render_cli_writes_png(tmp_path):
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    out = tmp_path / "r.png"
+    r = vkmorph("render", asset("SimpleSkin", "SimpleSkin.gltf"), "--time", "1.5", "--size", "64x48", "--out", out)
+    assert r.returncode == 0, r.stderr
+    from PIL import Image
+
+    img = np.asarray(Image.open(out))
+    assert img.shape == (48, 64, 4) and img[..., :3].std() > 5
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--size", "big"], "--size"),
+    (["--size", "0x10"], "out of range"),
+    (["--clip", "nope"], "unknown clip"),
+    (["--time", "nan"], "finite"),
+])
+def test_render_cli_bad_input(tmp_path, args, needle):
+    out = tmp_path / "r.png"
+    r = vkmorph("render", asset("SimpleSkin", "SimpleSkin.gltf"), *args, "--out", out)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+    assert not out.exists()
+    r = vkmorph("render", tmp_path / "missing.glb", "--out", out)
+    assert r.returncode == 2 and not out.exists()

@@ -48,6 +48,12 @@ def cmd_morph(args) -> int:
     return run_morph(args)
 
 
+def cmd_render(args) -> int:
+    from .render_cmd import run_render
+
+    return run_render(args)
+
+
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
@@ -83,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skinned", action="store_true", help="positions after morph + skinning (mesh node space)")
     p.add_argument("--out", required=True, help="output .npz")
     p.set_defaults(fn=cmd_morph)
+
+    p = sub.add_parser("render", help="render one frame of FILE headless to a PNG (shadow + forward pass)")
+    p.add_argument("file")
+    p.add_argument("--clip", help="animation clip name or index (default: the first clip)")
+    p.add_argument("--time", type=float, default=0.0, help="seconds into the clip (clamped)")
+    p.add_argument("--size", default="640x480", help="WxH (default 640x480)")
+    p.add_argument("--out", required=True, help="output .png")
+    p.set_defaults(fn=cmd_render)
 
     p = sub.add_parser("demo", help="interactive GLFW demo (headless PNG frames when there is no display)")
     p.add_argument("file", nargs="?", help="model to show; default: the built-in scene")

@@ -96,8 +96,13 @@ def _convert(raw, file: str) -> SceneAsset:
 
     prims: list[MeshPrimitiveAsset] = []
     pending_skins: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    colors = [_base_color(raw.mMaterials[i].contents) for i in range(raw.mNumMaterials)]
     for m_i in range(raw.mNumMeshes):
-        prims.append(_primitive(raw.mMeshes[m_i].contents, m_i, file, name_to_node, pending_skins))
+        mesh = raw.mMeshes[m_i].contents
+        prim = _primitive(mesh, m_i, file, name_to_node, pending_skins)
+        if mesh.mMaterialIndex < len(colors) and colors[mesh.mMaterialIndex] is not None:
+            prim.base_color = colors[mesh.mMaterialIndex]
+        prims.append(prim)
 
     # One MeshAsset per distinct list of aiMeshes a node instances (a glTF mesh = its primitives).
     groups: dict[tuple[int, ...], int] = {}
@@ -137,6 +142,24 @@ def _convert(raw, file: str) -> SceneAsset:
     animations = [_animation(raw.mAnimations[a].contents, a, name_to_node, nodes, meshes, file)
                   for a in range(raw.mNumAnimations)]
     return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=animations, roots=roots, source=file)
+
+
+_PTI_FLOAT = 1
+
+
+def _base_color(material) -> tuple[float, float, float, float] | None:
+    """glTF base colour factor ($clr.base), else the diffuse colour ($clr.diffuse), as linear RGBA."""
+    found = {}
+    for i in range(material.mNumProperties):
+        prop = material.mProperties[i].contents
+        key = A.string(prop.mKey)
+        if key in ("$clr.base", "$clr.diffuse") and prop.mType == _PTI_FLOAT and prop.mDataLength >= 12:
+            n = min(4, prop.mDataLength // 4)
+            vals = ctypes.cast(prop.mData, ctypes.POINTER(ctypes.c_float * n)).contents
+            rgba = list(vals) + [1.0] * (4 - n)
+            if all(np.isfinite(rgba)):
+                found[key] = tuple(float(x) for x in rgba)
+    return found.get("$clr.base") or found.get("$clr.diffuse")
 
 
 def _mesh_group_name(prims, key) -> str:

@@ -1,0 +1,220 @@
+"""Graphics-side Vulkan objects: descriptor layouts/pools, render passes, framebuffers, graphics pipelines.
+
+``ObjectGroup`` holds a set of raw handles with their destroy functions as one tracked child of the Context,
+so a pass (Sascha Willems' per-pass resource grouping) is created and released as a unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .context import Context
+from .pipeline import create_shader_module
+from .vk import WHOLE_SIZE, vk
+
+
+class ObjectGroup:
+    """Raw handles released together, in reverse creation order."""
+
+    def __init__(self, ctx: Context, name: str):
+        self.ctx, self.name = ctx, name
+        self._items: list[tuple[Callable, object]] = []
+        self._key = ctx.track(name, self._release)
+
+    def add(self, destroy: Callable, handle):
+        self._items.append((destroy, handle))
+        return handle
+
+    def _release(self) -> None:
+        dev = self.ctx.device
+        while self._items:
+            destroy, handle = self._items.pop()
+            destroy(dev, handle, None)
+
+    def destroy(self) -> None:
+        if self._key is not None:
+            self._release()
+            self.ctx.untrack(self._key)
+            self._key = None
+
+
+def set_layout(ctx: Context, group: ObjectGroup, bindings: Sequence[tuple[int, int, int]]):
+    """Descriptor set layout from (binding, VkDescriptorType, stage flags)."""
+    b = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=t, descriptorCount=1, stageFlags=s)
+         for i, t, s in bindings]
+    info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(b), pBindings=b)
+    return group.add(vk.vkDestroyDescriptorSetLayout, vk.vkCreateDescriptorSetLayout(ctx.device, info, None))
+
+
+def descriptor_pool(ctx: Context, group: ObjectGroup, max_sets: int, sizes: dict[int, int]):
+    ps = [vk.VkDescriptorPoolSize(type=t, descriptorCount=max(1, n)) for t, n in sizes.items()]
+    info = vk.VkDescriptorPoolCreateInfo(maxSets=max_sets, poolSizeCount=len(ps), pPoolSizes=ps)
+    return group.add(vk.vkDestroyDescriptorPool, vk.vkCreateDescriptorPool(ctx.device, info, None))
+
+
+def allocate_set(ctx: Context, pool, layout):
+    info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1, pSetLayouts=[layout])
+    return vk.vkAllocateDescriptorSets(ctx.device, info)[0]
+
+
+def write_buffer(ctx: Context, dset, binding: int, dtype: int, buffer_handle) -> None:
+    info = [vk.VkDescriptorBufferInfo(buffer=buffer_handle, offset=0, range=WHOLE_SIZE)]
+    w = vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=binding, descriptorCount=1, descriptorType=dtype,
+                                pBufferInfo=info)
+    vk.vkUpdateDescriptorSets(ctx.device, 1, [w], 0, None)
+
+
+def write_image(ctx: Context, dset, binding: int, view, sampler, layout: int) -> None:
+    info = [vk.VkDescriptorImageInfo(sampler=sampler, imageView=view, imageLayout=layout)]
+    w = vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=binding, descriptorCount=1,
+                                descriptorType=vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, pImageInfo=info)
+    vk.vkUpdateDescriptorSets(ctx.device, 1, [w], 0, None)
+
+
+def shadow_render_pass(ctx: Context, group: ObjectGroup, depth_format: int):
+    """Depth-only pass. Its dependencies order last frame's shadow-map sampling before this frame's depth
+    writes (WAR) and this pass's depth writes before the forward pass samples the map (RAW)."""
+    att = vk.VkAttachmentDescription(
+        format=depth_format, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
+        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
+        finalLayout=vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
+    ref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+    sub = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,
+                                  pDepthStencilAttachment=[ref])
+    depth_stages = vk.VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT | vk.VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT
+    depth_access = (vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT
+                    | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT)
+    deps = [
+        # shadow_sampling_to_depth_write: the previous frame's forward pass must be done reading the map
+        vk.VkSubpassDependency(srcSubpass=vk.VK_SUBPASS_EXTERNAL, dstSubpass=0,
+                               srcStageMask=vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | depth_stages,
+                               dstStageMask=depth_stages, srcAccessMask=depth_access,
+                               dstAccessMask=depth_access),
+        # depth_write_to_fragment_sampling: the forward pass samples what this pass wrote
+        vk.VkSubpassDependency(srcSubpass=0, dstSubpass=vk.VK_SUBPASS_EXTERNAL,
+                               srcStageMask=depth_stages, dstStageMask=vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT,
+                               srcAccessMask=vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT,
+                               dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT),
+    ]
+    info = vk.VkRenderPassCreateInfo(attachmentCount=1, pAttachments=[att], subpassCount=1, pSubpasses=[sub],
+                                     dependencyCount=len(deps), pDependencies=deps)
+    return group.add(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(ctx.device, info, None))
+
+
+def forward_render_pass(ctx: Context, group: ObjectGroup, color_format: int, depth_format: int,
+                        color_final_layout: int):
+    """Colour + depth. ``color_final_layout`` is TRANSFER_SRC_OPTIMAL (offscreen readback) or PRESENT_SRC_KHR."""
+    color = vk.VkAttachmentDescription(
+        format=color_format, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
+        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
+        finalLayout=color_final_layout)
+    depth = vk.VkAttachmentDescription(
+        format=depth_format, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
+        storeOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
+        finalLayout=vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+    cref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
+    dref = vk.VkAttachmentReference(attachment=1, layout=vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+    sub = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS, colorAttachmentCount=1,
+                                  pColorAttachments=[cref], pDepthStencilAttachment=[dref])
+    stages = (vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | vk.VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT
+              | vk.VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT)
+    access = (vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT
+              | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT)
+    deps = [
+        # previous_frame_to_attachment_writes: earlier use of the attachments (writes, readback copy,
+        # presentation via the acquire semaphore at COLOR_ATTACHMENT_OUTPUT) before this frame writes them
+        vk.VkSubpassDependency(srcSubpass=vk.VK_SUBPASS_EXTERNAL, dstSubpass=0,
+                               srcStageMask=stages | vk.VK_PIPELINE_STAGE_TRANSFER_BIT, dstStageMask=stages,
+                               srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT
+                               | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT,
+                               dstAccessMask=access),
+        # color_write_to_transfer_read: the offscreen readback copies the finished image
+        vk.VkSubpassDependency(srcSubpass=0, dstSubpass=vk.VK_SUBPASS_EXTERNAL,
+                               srcStageMask=vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                               dstStageMask=vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                               srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+                               dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT),
+    ]
+    info = vk.VkRenderPassCreateInfo(attachmentCount=2, pAttachments=[color, depth], subpassCount=1,
+                                     pSubpasses=[sub], dependencyCount=len(deps), pDependencies=deps)
+    return group.add(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(ctx.device, info, None))
+
+
+def framebuffer(ctx: Context, group: ObjectGroup, render_pass, views: Sequence, width: int, height: int):
+    info = vk.VkFramebufferCreateInfo(renderPass=render_pass, attachmentCount=len(views), pAttachments=list(views),
+                                      width=width, height=height, layers=1)
+    return group.add(vk.vkDestroyFramebuffer, vk.vkCreateFramebuffer(ctx.device, info, None))
+
+
+@dataclass
+class PipelineSpec:
+    vertex_shader: str
+    fragment_shader: str | None
+    stride: int
+    attributes: Sequence[tuple[int, int, int]]  # (location, VkFormat, offset)
+    depth_bias: bool = False
+    color: bool = True
+
+
+def graphics_pipeline(ctx: Context, group: ObjectGroup, spec: PipelineSpec, layout, render_pass):
+    """Triangle list, dynamic viewport/scissor, depth test LESS, no culling (open meshes and two-sided cloth)."""
+    modules = [create_shader_module(ctx, spec.vertex_shader)]
+    try:
+        stages = [vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_VERTEX_BIT, module=modules[0],
+                                                     pName="main")]
+        if spec.fragment_shader:
+            modules.append(create_shader_module(ctx, spec.fragment_shader))
+            stages.append(vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_FRAGMENT_BIT,
+                                                             module=modules[1], pName="main"))
+        binding = vk.VkVertexInputBindingDescription(binding=0, stride=spec.stride,
+                                                     inputRate=vk.VK_VERTEX_INPUT_RATE_VERTEX)
+        attrs = [vk.VkVertexInputAttributeDescription(location=loc, binding=0, format=fmt, offset=off)
+                 for loc, fmt, off in spec.attributes]
+        vin = vk.VkPipelineVertexInputStateCreateInfo(vertexBindingDescriptionCount=1,
+                                                      pVertexBindingDescriptions=[binding],
+                                                      vertexAttributeDescriptionCount=len(attrs),
+                                                      pVertexAttributeDescriptions=attrs)
+        ia = vk.VkPipelineInputAssemblyStateCreateInfo(topology=vk.VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST)
+        vp = vk.VkPipelineViewportStateCreateInfo(viewportCount=1, scissorCount=1)
+        rs = vk.VkPipelineRasterizationStateCreateInfo(
+            polygonMode=vk.VK_POLYGON_MODE_FILL, cullMode=vk.VK_CULL_MODE_NONE,
+            frontFace=vk.VK_FRONT_FACE_COUNTER_CLOCKWISE, lineWidth=1.0,
+            depthBiasEnable=vk.VK_TRUE if spec.depth_bias else vk.VK_FALSE,
+            depthBiasConstantFactor=1.25 if spec.depth_bias else 0.0,
+            depthBiasSlopeFactor=1.75 if spec.depth_bias else 0.0)
+        ms = vk.VkPipelineMultisampleStateCreateInfo(rasterizationSamples=vk.VK_SAMPLE_COUNT_1_BIT)
+        ds = vk.VkPipelineDepthStencilStateCreateInfo(depthTestEnable=vk.VK_TRUE, depthWriteEnable=vk.VK_TRUE,
+                                                      depthCompareOp=vk.VK_COMPARE_OP_LESS)
+        blend_att = vk.VkPipelineColorBlendAttachmentState(
+            blendEnable=vk.VK_FALSE, colorWriteMask=vk.VK_COLOR_COMPONENT_R_BIT | vk.VK_COLOR_COMPONENT_G_BIT
+            | vk.VK_COLOR_COMPONENT_B_BIT | vk.VK_COLOR_COMPONENT_A_BIT)
+        cb = vk.VkPipelineColorBlendStateCreateInfo(attachmentCount=1 if spec.color else 0,
+                                                    pAttachments=[blend_att] if spec.color else None)
+        dyn_states = [vk.VK_DYNAMIC_STATE_VIEWPORT, vk.VK_DYNAMIC_STATE_SCISSOR]
+        dyn = vk.VkPipelineDynamicStateCreateInfo(dynamicStateCount=2, pDynamicStates=dyn_states)
+        info = vk.VkGraphicsPipelineCreateInfo(
+            stageCount=len(stages), pStages=stages, pVertexInputState=vin, pInputAssemblyState=ia,
+            pViewportState=vp, pRasterizationState=rs, pMultisampleState=ms, pDepthStencilState=ds,
+            pColorBlendState=cb, pDynamicState=dyn, layout=layout, renderPass=render_pass, subpass=0)
+        pipe = vk.vkCreateGraphicsPipelines(ctx.device, vk.VK_NULL_HANDLE, 1, [info], None)[0]
+    finally:
+        for m in modules:
+            vk.vkDestroyShaderModule(ctx.device, m, None)
+    return group.add(vk.vkDestroyPipeline, pipe)
+
+
+def pipeline_layout(ctx: Context, group: ObjectGroup, set_layouts: Sequence, push_size: int, push_stages: int):
+    ranges = [vk.VkPushConstantRange(stageFlags=push_stages, offset=0, size=push_size)]
+    info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=len(set_layouts), pSetLayouts=list(set_layouts),
+                                         pushConstantRangeCount=1, pPushConstantRanges=ranges)
+    return group.add(vk.vkDestroyPipelineLayout, vk.vkCreatePipelineLayout(ctx.device, info, None))
+
+
+def set_viewport(cb, width: int, height: int) -> None:
+    vk.vkCmdSetViewport(cb, 0, 1, [vk.VkViewport(x=0.0, y=0.0, width=float(width), height=float(height),
+                                                 minDepth=0.0, maxDepth=1.0)])
+    vk.vkCmdSetScissor(cb, 0, 1, [vk.VkRect2D(offset=vk.VkOffset2D(0, 0), extent=vk.VkExtent2D(width, height))])

@@ -1,0 +1,88 @@
+"""Headless rendering: an offscreen sRGB colour + depth target and readback to numpy / PNG."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..asset.model import SceneAsset
+from ..errors import UsageError
+from ..gpu import barriers
+from ..gpu import graphics as G
+from ..gpu import memory as M
+from ..gpu.context import Context
+from ..gpu.image import COLOR_FORMAT, DEPTH_FORMAT, Image
+from ..gpu.vk import vk
+from .renderer import SceneRenderer
+
+
+class OffscreenRenderer:
+    """A SceneRenderer drawing into its own image; ``render()`` returns (H, W, 4) uint8 sRGB pixels."""
+
+    def __init__(self, ctx: Context, scene: SceneAsset, width: int, height: int, **kw):
+        self.ctx, self.width, self.height = ctx, width, height
+        self.renderer = SceneRenderer(ctx, scene, COLOR_FORMAT, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, **kw)
+        self.group = G.ObjectGroup(ctx, "offscreen target")
+        self.color = Image(ctx, width, height, COLOR_FORMAT,
+                           vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+                           vk.VK_IMAGE_ASPECT_COLOR_BIT, name="offscreen colour")
+        self.depth = Image(ctx, width, height, DEPTH_FORMAT, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
+                           vk.VK_IMAGE_ASPECT_DEPTH_BIT, name="offscreen depth")
+        self.framebuffer = G.framebuffer(ctx, self.group, self.renderer.forward_pass,
+                                         [self.color.view, self.depth.view], width, height)
+        self.pixels = M.host_buffer(ctx, width * height * 4, M.TRANSFER_DST, name="offscreen readback")
+        self.last_counters = None
+
+    def render(self) -> np.ndarray:
+        r = self.renderer
+        r.update(0, self.width / self.height)
+
+        def record(cb):
+            self.last_counters = r.record(cb, 0, self.framebuffer, self.width, self.height)
+            region = vk.VkBufferImageCopy(
+                bufferOffset=0, bufferRowLength=0, bufferImageHeight=0,
+                imageSubresource=vk.VkImageSubresourceLayers(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0,
+                                                             baseArrayLayer=0, layerCount=1),
+                imageOffset=vk.VkOffset3D(0, 0, 0), imageExtent=vk.VkExtent3D(self.width, self.height, 1))
+            vk.vkCmdCopyImageToBuffer(cb, self.color.handle, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                                      self.pixels.handle, 1, [region])
+            barriers.transfer_write_to_host_read(cb)
+
+        self.ctx.submit_and_wait(record)
+        return self.pixels.mapped.reshape(self.height, self.width, 4).copy()
+
+    def destroy(self) -> None:
+        self.pixels.destroy()
+        self.group.destroy()
+        self.depth.destroy()
+        self.color.destroy()
+        self.renderer.destroy()
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise UsageError(f"--size must look like 640x480, got {text!r}") from None
+    if not (1 <= w <= 8192 and 1 <= h <= 8192):
+        raise UsageError(f"--size {w}x{h} out of range (1..8192)")
+    return w, h
+
+
+def write_png_atomic(path: str | Path, rgba: np.ndarray) -> None:
+    from PIL import Image as PILImage
+
+    out = Path(path)
+    if not out.parent.exists():
+        raise UsageError(f"output folder {out.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(suffix=".png", dir=out.parent)
+    os.close(fd)
+    try:
+        PILImage.fromarray(rgba, "RGBA").save(tmp, format="PNG")
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
