@@ -103,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frames", type=int, default=0, help="stop after N frames (0 = run until closed)")
     p.add_argument("--screenshot", help="write the last frame to this PNG")
     p.add_argument("--no-vsync", action="store_true")
-    p.add_argument("--headless", action="store_true", help="force headless rendering")
+    p.add_argument("--headless", action="store_true", help="force headless rendering (automatic without a display)")
+    p.add_argument("--out-dir", default="demo-frames", help="headless: folder for frame PNGs (default demo-frames)")
+    p.add_argument("--log-frames", action="store_true", help="print each frame's morph dispatch counters")
     p.set_defaults(fn=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import GpuError
@@ -103,11 +103,14 @@ class Context:
         self._memory_properties = None
         self._fence = None
         self._echo = False
+        self._extra_instance_extensions: list[str] = []
+        self._extra_device_extensions: list[str] = []
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def create(cls, *, validation: bool | None = None, device_name: str | None = None,
-               app_name: str = "vkmorph", echo_messages: bool = False) -> Context:
+               app_name: str = "vkmorph", echo_messages: bool = False,
+               instance_extensions: Sequence[str] = (), device_extensions: Sequence[str] = ()) -> Context:
         """Create instance, device and queue; owned by the returned Context.
 
         ``validation=None`` reads ``VKMORPH_VALIDATION`` (default off); ``device_name=None`` reads
@@ -115,6 +118,8 @@ class Context:
         """
         self = cls()
         self.validation = validation_requested(False) if validation is None else validation
+        self._extra_instance_extensions = list(instance_extensions)
+        self._extra_device_extensions = list(device_extensions)
         try:
             self._create_instance(app_name)
             # Loader chatter during a failed vkCreateInstance is replaced by one GpuError line; once the
@@ -188,10 +193,11 @@ class Context:
             os.environ.setdefault("VK_LAYER_ENABLES", _QUEUE_SUBMIT_SYNC)
         if "VK_EXT_debug_utils" in exts:
             enabled_exts.append("VK_EXT_debug_utils")
-        for ext in getattr(self, "_extra_instance_extensions", []):
+        for ext in self._extra_instance_extensions:
             if ext not in exts:
                 raise GpuError(f"instance extension {ext} is not available")
-            enabled_exts.append(ext)
+            if ext not in enabled_exts:
+                enabled_exts.append(ext)
         app_info = vk.VkApplicationInfo(pApplicationName=app_name, applicationVersion=1, pEngineName="vkmorph",
                                         engineVersion=1, apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))
         messenger_ci = None
@@ -275,7 +281,10 @@ class Context:
         queue_ci = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family_index, queueCount=1,
                                               pQueuePriorities=[1.0])
         available = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(self.physical_device, None)}
-        exts = [e for e in getattr(self, "_extra_device_extensions", []) if e in available]
+        missing = [e for e in self._extra_device_extensions if e not in available]
+        if missing:
+            raise GpuError(f"the device lacks extensions {missing}")
+        exts = list(self._extra_device_extensions)
         features = vk.VkPhysicalDeviceFeatures()
         device_ci = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[queue_ci],
                                           enabledExtensionCount=len(exts), ppEnabledExtensionNames=exts,

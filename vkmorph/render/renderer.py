@@ -255,9 +255,13 @@ class SceneRenderer:
         self._slot_versions[slot] = self.skeleton.version
         self._heat_applied = self.heat_joint
 
-    def record(self, cb, slot: int, framebuffer, width: int, height: int) -> FrameCounters:
-        """Morph pass (version-gated) + its barrier, shadow pass, forward pass, into ``cb``."""
+    def record(self, cb, slot: int, framebuffer, width: int, height: int, after_morph=None) -> FrameCounters:
+        """Morph pass (version-gated) + its barrier, shadow pass, forward pass, into ``cb``.
+
+        ``after_morph(cb)`` is called between the morph pass and the shadow pass (e.g. a timestamp)."""
         counters = self.runtime.record(cb)
+        if after_morph is not None:
+            after_morph(cb)
         clear_depth = vk.VkClearValue(depthStencil=vk.VkClearDepthStencilValue(depth=1.0, stencil=0))
         vk.vkCmdBeginRenderPass(cb, vk.VkRenderPassBeginInfo(
             renderPass=self.shadow_pass, framebuffer=self.shadow_fb,
