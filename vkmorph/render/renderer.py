@@ -248,7 +248,9 @@ class SceneRenderer:
                 m = _col_major(world[it.node])
                 it.push[0]["model"] = m
                 it.push[1]["model"] = m
-            it.push[0]["heat_joint"] = self.heat_joint if it.skinned else (-1 if self.heat_joint < 0 else 10**6)
+            # heat map: skinned items show the joint weight, other characters read as "no influence", ground stays
+            off = -1 if self.heat_joint < 0 or it.node is None else 10**6
+            it.push[0]["heat_joint"] = self.heat_joint if it.skinned else off
             if it.skinned:
                 mats = self.skeleton.skin_matrices(it.skin, it.node)
                 self._palettes[(id(it), slot)].mapped[:] = palette_bytes(mats).reshape(-1).view(np.uint8)
