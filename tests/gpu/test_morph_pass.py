@@ -62,7 +62,7 @@ def test_random_sparse_meshes_match_reference(ctx, skinned):
         for _trial in range(2):
             ws = {}
             for inst in rt.morphing:
-                w = rng.random(inst.state.target_count)
+                w = rng.random(inst.target_count)
                 w[rng.random(len(w)) < 0.5] = 0.0
                 ws[inst.node] = w
                 rt.set_weights(inst.node, w)
@@ -88,7 +88,7 @@ def test_assets_match_reference_at_weights_and_times(ctx, folder, name):
                 rt.set_weights(node, rng.random(len(rt.pose.weights(node))))
             ctx.submit_and_wait(rt.record)
             for inst in rt.morphing:
-                check(rt, inst, rt.pose.weights(inst.node)[: inst.state.target_count])
+                check(rt, inst, rt.pose.weights(inst.node)[: inst.target_count])
         if scene.animations:
             player = AnimationPlayer(scene, rt.pose)
             clip = scene.animations[-1]
@@ -97,7 +97,7 @@ def test_assets_match_reference_at_weights_and_times(ctx, folder, name):
                 player.apply(t)
                 ctx.submit_and_wait(rt.record)
                 for inst in rt.morphing:
-                    check(rt, inst, rt.pose.weights(inst.node)[: inst.state.target_count])
+                    check(rt, inst, rt.pose.weights(inst.node)[: inst.target_count])
 
 
 def test_version_gating_counters(ctx):
@@ -132,7 +132,7 @@ def test_frames_in_flight_without_waiting(ctx):
     frames = 3
     with MorphRuntime(ctx, scene) as rt:
         red = rt.instance("Red")
-        sink = M.device_buffer(ctx, None, M.STORAGE, size=red.vertex_buffer.size)
+        sink = M.device_buffer(ctx, None, M.STORAGE, size=red.vertex_bytes)
         cbs = [ctx.allocate_command_buffer() for _ in range(frames)]
         fences = [vk.vkCreateFence(ctx.device, vk.VkFenceCreateInfo(), None) for _ in range(frames)]
         weights = None
@@ -150,7 +150,7 @@ def test_frames_in_flight_without_waiting(ctx):
             # a consumer reading the morph output this frame (stands in for the vertex fetch of a draw)
             barriers.compute_write_to_transfer_read(cb)
             vk.vkCmdCopyBuffer(cb, red.vertex_buffer.handle, sink.handle, 1,
-                               [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=red.vertex_buffer.size)])
+                               [vk.VkBufferCopy(srcOffset=red.vertex_offset, dstOffset=0, size=red.vertex_bytes)])
             vk.vkEndCommandBuffer(cb)
             ctx.submit([cb], fence=fences[i])
         ctx.wait_idle()
@@ -185,3 +185,57 @@ def test_embed_example_script_runs():
                        cwd=ROOT, timeout=300, env={**os.environ, "VKMORPH_VALIDATION": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
     assert "max error vs numpy reference" in r.stdout
+
+
+def _random_scene_weights(rt, rng):
+    ws = {}
+    for node in rt.pose.morph_nodes:
+        w = rng.random(len(rt.pose.weights(node)))
+        w[rng.random(len(w)) < 0.4] = 0.0
+        rt.set_weights(node, w)
+        ws[node] = rt.pose.weights(node).copy()
+    return ws
+
+
+def test_many_changed_primitives_use_one_dispatch(ctx):
+    from vkmorph.render.morph_pass import FEW_DIRTY, MorphRuntime
+
+    rng = np.random.default_rng(11)
+    prims = [random_prim(rng, int(rng.integers(1, 300)), int(rng.integers(1, 9)), 0.3) for _ in range(FEW_DIRTY + 3)]
+    with MorphRuntime(ctx, scene_of(prims, skinned=True)) as rt:
+        for _ in range(2):
+            ws = _random_scene_weights(rt, rng)
+            ctx.submit_and_wait(rt.record)
+            c = rt.last_counters
+            assert (c.dispatched, c.dispatch_calls, c.barriers) == (len(prims), 1, 3)
+            for inst in rt.morphing:
+                check(rt, inst, ws[inst.node][: inst.target_count])
+        rt.set_weights(rt.pose.morph_nodes[2], np.zeros(rt.morphing[2].target_count))
+        ctx.submit_and_wait(rt.record)
+        c = rt.last_counters
+        assert (c.dispatched, c.dispatch_calls, c.skipped) == (1, 1, len(prims) - 1)
+        check(rt, rt.morphing[2], np.zeros(rt.morphing[2].target_count))
+
+
+def test_compact_deltas_within_stated_bound(ctx):
+    """24-byte snorm16 deltas: |error| per position component <= sum(w_t * scale_t) / 65534 (+ float rounding)."""
+    from vkmorph.morph.gpu_data import build_gpu_morph_data, target_scales
+    from vkmorph.render.morph_pass import MorphRuntime
+
+    rng = np.random.default_rng(5)
+    prims = [random_prim(rng, 257, 12, 0.4), random_prim(rng, 64, 3, 1.0)]
+    scene = scene_of(prims)
+    with MorphRuntime(ctx, scene, delta_format="compact") as rt:
+        assert rt.gpu_bytes["deltas"] == 24 * rt.total_deltas
+        for _ in range(2):
+            ws = _random_scene_weights(rt, rng)
+            ctx.submit_and_wait(rt.record)
+            for inst in rt.morphing:
+                w = ws[inst.node][: inst.target_count].astype(np.float64)
+                out = rt.read_vertices(inst)
+                p, n, _ = morph_reference(inst.prim, w)
+                scales = target_scales(build_gpu_morph_data(inst.prim))
+                bound = float(w @ scales[:, 0]) / 65534 + 1e-5
+                assert np.abs(out["position"] - p).max() <= bound
+                assert np.abs(out["position"] - p).max() > 0  # it really is the quantized path
+                assert np.abs(out["normal"] - n).max() <= 1e-2

@@ -42,7 +42,8 @@ def test_gpu_skinning_matches_reference(ctx, folder, name):
                 if not prim.is_skinned:
                     continue
                 mats = skel.skin_matrices(prim.skin, node)
-                gp, gn, gt = cap.run(inst.vertex_buffer, prim.vertices.dtype, prim.vertex_count, mats)
+                gp, gn, gt = cap.run(inst.vertex_buffer, inst.vertex_offset, prim.vertices.dtype, prim.vertex_count,
+                                     mats)
                 if prim.morph_targets:
                     p, n, tg = morph_reference(prim, rt.pose.weights(node)[: len(prim.morph_targets)])
                 else:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 from vkmorph.asset.model import STATIC_VERTEX, MeshPrimitiveAsset, MorphTargetAsset
-from vkmorph.morph.gpu_data import BASE_VERTEX, MORPH_DELTA, build_gpu_morph_data
+from vkmorph.morph.gpu_data import BASE_VERTEX, COMPACT_DELTA, MORPH_DELTA, build_gpu_morph_data
 
 
 def random_prim(rng, V, T, density, with_normals=True) -> MeshPrimitiveAsset:
@@ -82,12 +82,16 @@ def test_metadata_and_ordering():
 
 
 def test_dtypes_match_shader_declarations():
-    src = (ROOT / "glsl" / "morph.comp").read_text()
-    for struct, dtype in (("BaseVertex", BASE_VERTEX), ("MorphDelta", MORPH_DELTA)):
-        body = re.search(struct + r"\s*\{(.*?)\};", src, re.S).group(1)
-        fields = re.findall(r"(u?vec4)\s+(\w+);", body)
+    src = "".join((ROOT / "glsl" / f).read_text() for f in ("morph_common.glsl", "morph.comp", "morph_compact.comp"))
+    for struct, dtype in (("BaseVertex", BASE_VERTEX), ("MorphDelta", MORPH_DELTA), ("CompactDelta", COMPACT_DELTA)):
+        body = re.search(r"struct " + struct + r"\s*\{(.*?)\};", src, re.S).group(1)
+        fields = re.findall(r"(u?vec[24])\s+(\w+);", body)
         assert [f[1] for f in fields] == list(dtype.names)
-        for (glsl_type, name) in fields:
+        size = 0
+        for glsl_type, name in fields:
             sub = dtype.fields[name][0]
-            assert sub.shape == (4,) and sub.base.kind == ("u" if glsl_type == "uvec4" else "f")
-        assert dtype.itemsize == 16 * len(fields)
+            n = int(glsl_type[-1])
+            assert sub.shape == (n,) and sub.base.kind == ("u" if glsl_type.startswith("u") else "f")
+            assert dtype.fields[name][1] == size  # std430: vec4 16-aligned, uvec2 8-aligned, tightly packed here
+            size += 4 * n
+        assert dtype.itemsize == size

@@ -62,3 +62,18 @@ def test_reference_normalize_fallback_keeps_base_and_handedness():
     np.testing.assert_array_equal(t[:, 3], prim.vertices["tangent"][:, 3])
     expected = prim.vertices["position"] + sum(wk * tg.position_deltas for wk, tg in zip(w, prim.morph_targets))
     np.testing.assert_allclose(p, expected, atol=1e-6)
+
+
+def test_pose_set_flat_marks_only_changed_nodes():
+    scene = load_scene()
+    pose = SceneMorphPose(scene)
+    pose.take_dirty()
+    flat = pose.flat.copy()
+    assert pose.set_flat(flat) == 0 and pose.version == 0
+    red = scene.node_index("Red")
+    flat[pose.slice_of(red)] = [0.5, 2.0]
+    assert pose.set_flat(flat) == 1 and pose.version == 1
+    assert pose.take_dirty() == {red}
+    np.testing.assert_array_equal(pose.weights("Red"), [0.5, 1.0])  # clamped
+    with pytest.raises(UsageError):
+        pose.set_flat(flat[:-1])

@@ -96,8 +96,8 @@ def run_morph(args) -> int:
             pos, nrm, tan = v["position"], v["normal"], v["tangent"][:, :3]
             if skinner is not None and inst.prim.is_skinned:
                 mats = skeleton.skin_matrices(inst.prim.skin, node)
-                pos, nrm, tan = skinner.run(inst.vertex_buffer, inst.prim.vertices.dtype, inst.prim.vertex_count,
-                                            mats)
+                pos, nrm, tan = skinner.run(inst.vertex_buffer, inst.vertex_offset, inst.prim.vertices.dtype,
+                                            inst.prim.vertex_count, mats)
             arrays[f"p{i}/position"] = np.ascontiguousarray(pos, np.float32)
             arrays[f"p{i}/normal"] = np.ascontiguousarray(nrm, np.float32)
             arrays[f"p{i}/tangent"] = np.ascontiguousarray(tan, np.float32)

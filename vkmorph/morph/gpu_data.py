@@ -16,7 +16,10 @@ from ..asset.model import MeshPrimitiveAsset
 BASE_VERTEX = np.dtype([("position", "<f4", 4), ("normal", "<f4", 4), ("tangent", "<f4", 4)])
 MORPH_DELTA = np.dtype([("position", "<f4", 4), ("normal", "<f4", 4), ("tangent", "<f4", 4),
                         ("metadata", "<u4", 4)])
-assert BASE_VERTEX.itemsize == 48 and MORPH_DELTA.itemsize == 64
+# 24-byte delta: snorm16 position/normal/tangent (scaled per target) + weight index, see morph_compact.comp
+COMPACT_DELTA = np.dtype([("a", "<u4", 2), ("b", "<u4", 2), ("c", "<u4", 2)])
+assert BASE_VERTEX.itemsize == 48 and MORPH_DELTA.itemsize == 64 and COMPACT_DELTA.itemsize == 24
+DELTA_FORMATS = ("full", "compact")
 
 
 @dataclass
@@ -109,3 +112,57 @@ def build_gpu_morph_data(prim: MeshPrimitiveAsset, weight_range: tuple[float, fl
     max_delta = float(np.sqrt((reach ** 2).sum(axis=1)).max()) if V else 0.0
     return GpuMorphData(base_vertices=base, vertex_offsets=offsets, deltas=deltas, conservative_bounds=bounds,
                         maximum_position_delta=max_delta, target_count=T)
+
+
+def _snorm16(x: np.ndarray) -> np.ndarray:
+    """GLSL packSnorm2x16's per-component rule: round(clamp(x, -1, 1) * 32767) as 16-bit two's complement."""
+    return (np.round(np.clip(x, -1.0, 1.0) * 32767.0).astype(np.int32) & 0xFFFF).astype(np.uint32)
+
+
+def _pack2(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return _snorm16(lo) | (_snorm16(hi) << 16)
+
+
+def target_scales(data: GpuMorphData) -> np.ndarray:
+    """(T, 3) per-target max |component| of position, normal and tangent deltas (1 where all are zero)."""
+    T = data.target_count
+    out = np.ones((T, 3), np.float64)
+    t = data.deltas["metadata"][:, 0]
+    for k, field in enumerate(("position", "normal", "tangent")):
+        mag = np.abs(data.deltas[field][:, :3]).max(axis=1) if len(t) else np.zeros(0)
+        m = np.zeros(T)
+        np.maximum.at(m, t, mag)
+        out[:, k] = np.where(m > 0, m, 1.0)
+    return out
+
+
+def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(COMPACT_DELTA records, (T, 3) scales). Quantization error per component <= scale / 65534."""
+    scales = target_scales(data)
+    d = data.deltas
+    t = d["metadata"][:, 0].astype(np.int64)
+    s = scales[t]
+    p = d["position"][:, :3] / s[:, 0:1]
+    n = d["normal"][:, :3] / s[:, 1:2]
+    g = d["tangent"][:, :3] / s[:, 2:3]
+    out = np.zeros(len(d), COMPACT_DELTA)
+    out["a"][:, 0] = _pack2(p[:, 0], p[:, 1])
+    out["a"][:, 1] = _pack2(p[:, 2], n[:, 0])
+    out["b"][:, 0] = _pack2(n[:, 1], n[:, 2])
+    out["b"][:, 1] = _pack2(g[:, 0], g[:, 1])
+    out["c"][:, 0] = _pack2(g[:, 2], np.zeros(len(d)))
+    out["c"][:, 1] = t + weight_offset
+    return out, scales
+
+
+def dequantized(data: GpuMorphData) -> GpuMorphData:
+    """The same data with deltas rounded exactly as the compact format stores them (for error analysis)."""
+    scales = target_scales(data)
+    d = data.deltas.copy()
+    t = d["metadata"][:, 0].astype(np.int64)
+    for k, field in enumerate(("position", "normal", "tangent")):
+        s = scales[t, k][:, None]
+        q = np.round(np.clip(d[field][:, :3] / s, -1, 1) * 32767.0)
+        d[field][:, :3] = np.maximum(q / 32767.0, -1.0) * s
+    return GpuMorphData(data.base_vertices, data.vertex_offsets, d, data.conservative_bounds,
+                        data.maximum_position_delta, data.target_count)

@@ -83,22 +83,44 @@ class MorphState:
 
 
 class SceneMorphPose:
-    """Morph weights per node of a scene, with one version for the whole pose."""
+    """Morph weights per node of a scene, with one version for the whole pose.
 
-    def __init__(self, scene: SceneAsset):
+    All nodes' weights live in one flat float32 array (``flat``; node slices via ``slice_of``), which is exactly
+    what the batched GPU pass uploads, and changed nodes are remembered until ``take_dirty()`` so per-frame work
+    follows what changed. Weights are clamped to ``weight_range`` (default [0, 1]).
+    """
+
+    def __init__(self, scene: SceneAsset, weight_range: tuple[float, float] = (0.0, 1.0)):
+        lo, hi = weight_range
+        if not lo <= hi:
+            raise UsageError(f"weight range {weight_range} is empty")
         self.scene = scene
-        self._weights: dict[int, np.ndarray] = {}
+        self.weight_range = (float(lo), float(hi))
+        self._slices: dict[int, slice] = {}
+        total = 0
         for i, node in enumerate(scene.nodes):
             if node.mesh is not None and scene.meshes[node.mesh].target_count:
                 T = scene.meshes[node.mesh].target_count
-                dw = node.default_weights
-                self._weights[i] = (np.asarray(dw, np.float32).copy() if dw is not None and len(dw) == T
-                                    else np.zeros(T, np.float32))
+                self._slices[i] = slice(total, total + T)
+                total += T
+        self.flat = np.zeros(total, np.float32)
+        self._weights: dict[int, np.ndarray] = {i: self.flat[sl] for i, sl in self._slices.items()}
+        for i, w in self._weights.items():
+            dw = scene.nodes[i].default_weights
+            if dw is not None and len(dw) == len(w) and np.isfinite(dw).all():
+                w[:] = np.clip(dw, lo, hi)
         self.version = 0
+        self._dirty: set[int] = set(self._weights)
+        self._slot_node = np.zeros(total, np.int64)
+        for i, sl in self._slices.items():
+            self._slot_node[sl] = i
 
     @property
     def morph_nodes(self) -> list[int]:
         return list(self._weights)
+
+    def slice_of(self, node: int) -> slice:
+        return self._slices[self._node(node)]
 
     def _node(self, node: int | str) -> int:
         if isinstance(node, str):
@@ -112,21 +134,45 @@ class SceneMorphPose:
 
     def set_weights(self, node: int | str, weights) -> bool:
         n = self._node(node)
-        arr = np.asarray(weights, np.float32).reshape(-1)
+        arr = np.asarray(weights, np.float64).reshape(-1)
         cur = self._weights[n]
         if arr.shape != cur.shape:
             raise UsageError(f"node {n}: expected {len(cur)} weights, got {arr.shape[0]}")
         _check_finite(arr, f"node {n}")
-        if np.array_equal(arr, cur):
+        new = np.clip(arr, *self.weight_range).astype(np.float32)
+        if np.array_equal(new, cur):
             return False
-        cur[:] = arr
+        cur[:] = new
+        self._dirty.add(n)
         self.version += 1
         return True
+
+    def set_flat(self, values) -> int:
+        """Set every node's weights at once from a flat array laid out like ``flat`` (vectorized: one
+        comparison, no per-node Python work beyond the changed nodes). Returns how many nodes changed."""
+        arr = np.asarray(values, np.float64).reshape(-1)
+        if arr.shape != self.flat.shape:
+            raise UsageError(f"expected {len(self.flat)} weights, got {arr.shape[0]}")
+        _check_finite(arr, "set_flat")
+        new = np.clip(arr, *self.weight_range).astype(np.float32)
+        changed = new != self.flat
+        if not changed.any():
+            return 0
+        self.flat[:] = new
+        nodes = np.unique(self._slot_node[changed])
+        self._dirty.update(nodes.tolist())
+        self.version += 1
+        return len(nodes)
 
     def weights(self, node: int | str) -> np.ndarray:
         v = self._weights[self._node(node)].view()
         v.flags.writeable = False
         return v
+
+    def take_dirty(self) -> set[int]:
+        """Nodes whose weights changed since the last call (all nodes before the first call)."""
+        d, self._dirty = self._dirty, set()
+        return d
 
 
 class PoseBinding:

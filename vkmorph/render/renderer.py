@@ -39,6 +39,7 @@ def _col_major(m: np.ndarray) -> np.ndarray:
 @dataclass
 class RenderItem:
     vertex_buffer: object
+    vertex_offset: int
     index_buffer: object
     index_count: int
     skinned: bool
@@ -59,12 +60,14 @@ class RenderExtractor:
         items = []
         for inst in runtime.instances:
             p = inst.prim
-            items.append(RenderItem(vertex_buffer=inst.vertex_buffer.handle, index_buffer=inst.index_buffer.handle,
+            items.append(RenderItem(vertex_buffer=inst.vertex_buffer.handle, vertex_offset=inst.vertex_offset,
+                                    index_buffer=inst.index_buffer.handle,
                                     index_count=inst.index_count, skinned=p.is_skinned, node=inst.node,
                                     skin=p.skin if p.is_skinned else None, base_color=p.base_color, instance=inst))
         if ground is not None:
             vb, ib, n = ground
-            items.append(RenderItem(vertex_buffer=vb.handle, index_buffer=ib.handle, index_count=n, skinned=False,
+            items.append(RenderItem(vertex_buffer=vb.handle, vertex_offset=0, index_buffer=ib.handle, index_count=n,
+                                    skinned=False,
                                     node=None, skin=None, base_color=GROUND_COLOR))
         return items
 
@@ -298,7 +301,7 @@ class SceneRenderer:
             vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.layout, 1, 1,
                                        [it.palette_sets[slot]], 0, None)
             vk.vkCmdPushConstants(cb, self.layout, stages, 0, ITEM_PUSH.itemsize, it.push_ptr[p])
-            vk.vkCmdBindVertexBuffers(cb, 0, 1, [it.vertex_buffer], [0])
+            vk.vkCmdBindVertexBuffers(cb, 0, 1, [it.vertex_buffer], [it.vertex_offset])
             vk.vkCmdBindIndexBuffer(cb, it.index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
             vk.vkCmdDrawIndexed(cb, it.index_count, 1, 0, 0, 0)
 

@@ -26,15 +26,17 @@ class SkinCapture:
         self.ctx = ctx
         self.pipeline = ComputePipeline(ctx, "skin.comp", 3, 7 * 4, max_sets=max(1, max_runs))
 
-    def run(self, vertex_buffer: M.Buffer, dtype: np.dtype, vertex_count: int, skin_matrices: np.ndarray):
-        """Positions (V,3), normals (V,3), tangents (V,3) after four-bone skinning of ``vertex_buffer``."""
+    def run(self, vertex_buffer: M.Buffer, offset: int, dtype: np.dtype, vertex_count: int,
+            skin_matrices: np.ndarray):
+        """Positions (V,3), normals (V,3), tangents (V,3) after four-bone skinning of the ``vertex_count``
+        vertices at byte ``offset`` of ``vertex_buffer`` (offset aligned for storage-buffer binding)."""
         ctx = self.ctx
         pal = palette_bytes(skin_matrices)
         palette = M.host_buffer(ctx, pal.nbytes, M.STORAGE, name="capture palette")
         out = M.device_buffer(ctx, None, M.STORAGE, size=48 * max(1, vertex_count), name="capture output")
         try:
             palette.mapped[:] = pal.reshape(-1).view(np.uint8)
-            dset = self.pipeline.make_set([vertex_buffer, palette, out])
+            dset = self.pipeline.make_set([(vertex_buffer, offset, vertex_count * dtype.itemsize), palette, out])
             o = attribute_offsets_words(dtype)
             push = np.array([vertex_count, dtype.itemsize // 4, o["position"], o["normal"], o["tangent"],
                              o["joints"], o["weights"]], np.uint32)
