@@ -3,7 +3,8 @@
 
 vkmorph wraps your handles (owning none of them), builds the morph runtime for a scene, and records its
 version-gated work into *your* command buffer; you submit and wait as usual, then bind
-``rt.vertex_buffer(node)`` with ``rt.vertex_input(node)`` in your own graphics pipeline.
+``rt.vertex_buffer(node)`` at ``rt.vertex_buffer_offset(node)`` with ``rt.vertex_input(node)`` in your own
+graphics pipeline.
 
     python tools/embed_example.py [MODEL]     # default: the built-in scene; VKMORPH_VALIDATION=1 to validate
 """
@@ -53,7 +54,8 @@ def main(argv: list[str]) -> int:
     # ---- your frame ---------------------------------------------------------------------------------
     vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo())
     counters = rt.record(cb)          # weight upload + dispatch + the compute->vertex barrier
-    # ... your render pass would bind rt.vertex_buffer(node) / rt.index_buffer(node) and draw here ...
+    # ... your render pass would bind rt.vertex_buffer(node) at rt.vertex_buffer_offset(node) and
+    #     rt.index_buffer(node) with rt.vertex_input(node) as the vertex layout, and draw here ...
     vk.vkEndCommandBuffer(cb)
     vk.vkQueueSubmit(queue, 1, [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[cb])], fence)
     vk.vkWaitForFences(device, 1, [fence], vk.VK_TRUE, 10**10)
