@@ -22,6 +22,14 @@ def vkmorph(*args, validation="1"):
                           text=True, cwd=ROOT, env=env, timeout=300)
 
 
+def assert_one_line_error(r, needle: str, out=None) -> None:
+    """Exit 2, one stderr line containing ``needle``, and no output file."""
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+    assert out is None or not out.exists()
+
+
 def test_info_json_matches_the_file():
     path = asset("MorphStressTest", "MorphStressTest.gltf")
     r = vkmorph("info", path, "--json")
@@ -73,10 +81,7 @@ def test_morph_cli_weights_and_clip(tmp_path):
 def test_morph_cli_bad_input(tmp_path, args, needle):
     out = tmp_path / "o.npz"
     r = vkmorph("morph", asset("AnimatedMorphCube", "AnimatedMorphCube.gltf"), *args, "--out", out)
-    assert r.returncode == 2, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], r.stderr
-    assert not out.exists()
+    assert_one_line_error(r, needle, out)
 
 
 def test_help_lists_every_command():
@@ -165,9 +170,6 @@ def test_render_cli_writes_png(tmp_path):
 def test_render_cli_bad_input(tmp_path, args, needle):
     out = tmp_path / "r.png"
     r = vkmorph("render", asset("SimpleSkin", "SimpleSkin.gltf"), *args, "--out", out)
-    assert r.returncode == 2, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], r.stderr
-    assert not out.exists()
+    assert_one_line_error(r, needle, out)
     r = vkmorph("render", tmp_path / "missing.glb", "--out", out)
     assert r.returncode == 2 and not out.exists()

@@ -72,14 +72,19 @@ def write_image(ctx: Context, dset, binding: int, view, sampler, layout: int) ->
     vk.vkUpdateDescriptorSets(ctx.device, 1, [w], 0, None)
 
 
+def _attachment(fmt: int, store: bool, final_layout: int):
+    """Single-sample attachment cleared at load, stencil unused, contents discarded on entry."""
+    return vk.VkAttachmentDescription(
+        format=fmt, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
+        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE if store else vk.VK_ATTACHMENT_STORE_OP_DONT_CARE,
+        stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE, stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE,
+        initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, finalLayout=final_layout)
+
+
 def shadow_render_pass(ctx: Context, group: ObjectGroup, depth_format: int):
     """Depth-only pass. Its dependencies order last frame's shadow-map sampling before this frame's depth
     writes (WAR) and this pass's depth writes before the forward pass samples the map (RAW)."""
-    att = vk.VkAttachmentDescription(
-        format=depth_format, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
-        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-        finalLayout=vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
+    att = _attachment(depth_format, True, vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
     ref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
     sub = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,
                                   pDepthStencilAttachment=[ref])
@@ -106,16 +111,8 @@ def shadow_render_pass(ctx: Context, group: ObjectGroup, depth_format: int):
 def forward_render_pass(ctx: Context, group: ObjectGroup, color_format: int, depth_format: int,
                         color_final_layout: int):
     """Colour + depth. ``color_final_layout`` is TRANSFER_SRC_OPTIMAL (offscreen readback) or PRESENT_SRC_KHR."""
-    color = vk.VkAttachmentDescription(
-        format=color_format, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
-        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-        finalLayout=color_final_layout)
-    depth = vk.VkAttachmentDescription(
-        format=depth_format, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
-        storeOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-        finalLayout=vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+    color = _attachment(color_format, True, color_final_layout)
+    depth = _attachment(depth_format, False, vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
     cref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
     dref = vk.VkAttachmentReference(attachment=1, layout=vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
     sub = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS, colorAttachmentCount=1,

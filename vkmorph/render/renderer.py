@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..anim.skeleton import Skeleton
-from ..asset.model import STATIC_VERTEX, MeshPrimitiveAsset, SceneAsset
+from ..asset.model import SKINNED_VERTEX, STATIC_VERTEX, MeshPrimitiveAsset, SceneAsset
 from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
@@ -132,8 +132,6 @@ class SceneRenderer:
                                                   vk.VK_SHADER_STAGE_VERTEX_BIT)])
         self.layout = G.pipeline_layout(ctx, g, [self.frame_layout, self.item_layout], ITEM_PUSH.itemsize, vf)
         static_in = vertex_input_of(STATIC_VERTEX)
-        from ..asset.model import SKINNED_VERTEX
-
         skinned_in = vertex_input_of(SKINNED_VERTEX)
 
         def spec(vs, fs, vin, bias):
