@@ -47,7 +47,8 @@ class ComputePipeline:
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
                                                        pName="main")
             info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
-            result = vk.vkCreateComputePipelines(dev, vk.VK_NULL_HANDLE, 1, [info], None)
+            cache = ctx.pipeline_cache if ctx.pipeline_cache is not None else vk.VK_NULL_HANDLE
+            result = vk.vkCreateComputePipelines(dev, cache, 1, [info], None)
             self.pipeline = result[0]  # a cdata array of one VkPipeline
             sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                              descriptorCount=max(1, n_bindings * max_sets))]
@@ -62,6 +63,7 @@ class ComputePipeline:
         finally:
             if module is not None:
                 vk.vkDestroyShaderModule(dev, module, None)
+        ctx.set_name(self.pipeline, vk.VK_OBJECT_TYPE_PIPELINE, f"compute pipeline {shader}")
         self._key = ctx.track(f"compute pipeline {shader}", self._release)
 
     def make_set(self, buffers: Sequence[Buffer | tuple[Buffer, int, int]]):

@@ -2,13 +2,16 @@
 
 The seam to the facade (render/morph_pass.py, ``MorphRuntime``) is deliberately narrow:
 
-- ``MorphBatch(ctx, instances, pose, delta_format)`` builds the GPU data of ``instances`` (the morphing
+- ``MorphBatch(ctx, instances, pose, delta_format, slots)`` builds the GPU data of ``instances`` (the morphing
   ``PrimitiveInstance`` objects, in order) and fills in on each instance the fields the facade publishes:
-  ``vertex_buffer`` (a ``memory.Buffer``: the morph output), ``vertex_offset`` (bytes), ``delta_count`` and
-  ``conservative_bounds``. It reads ``inst.prim``, ``inst.node`` and ``inst.target_count`` and nothing else.
+  ``vertex_buffer`` (a ``memory.Buffer``: the morph output), ``vertex_offset`` (bytes, in slot 0),
+  ``delta_count`` and ``conservative_bounds``. It reads ``inst.prim``, ``inst.node`` and ``inst.target_count``
+  and nothing else. ``slots`` output copies (one per frame in flight) live in the same buffer, slot k at byte
+  ``k * slot_stride``; each starts as the primitives' full vertex data.
 - ``record_uploads(cb, dirty)`` records the weight upload (transfer writes to buffers it owns) and returns the
   bytes uploaded; ``record_dispatches(cb, dirty)`` binds and dispatches (compute reads/writes) and returns the
-  number of vkCmdDispatch calls. ``dirty`` is a sequence of indices into ``instances``. The facade records the
+  number of vkCmdDispatch calls; it writes only output slot ``slot``. ``dirty`` is a sequence of indices into
+  ``instances``. The weights are shared by all slots (uploads bring them up to date). The facade records the
   barriers around both (frames-in-flight guard before the uploads, transfer -> compute between, compute ->
   consumer after), so these two calls record no barriers and never submit or wait.
 - ``gpu_bytes`` (name -> bytes), ``total_vertices``, ``total_deltas``; ``destroy()`` frees what it created.
@@ -61,10 +64,10 @@ class MorphBatch:
     output vertex data of each primitive at its own aligned offset of one STORAGE | VERTEX buffer."""
 
     def __init__(self, ctx: Context, instances: Sequence[PrimitiveInstance], pose: SceneMorphPose,
-                 delta_format: str = "full"):
+                 delta_format: str = "full", slots: int = 1):
         if delta_format not in DELTA_FORMATS:
             raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
-        self.ctx, self.pose, self.delta_format = ctx, pose, delta_format
+        self.ctx, self.pose, self.delta_format, self.slots = ctx, pose, delta_format, int(slots)
         self.instances = list(instances)
         self.pipeline: ComputePipeline | None = None
         self._owned: list[M.Buffer] = []
@@ -125,7 +128,9 @@ class MorphBatch:
         self.offsets = self._own(M.device_buffer(ctx, offs, M.STORAGE, name="morph offsets"))
         self.deltas = self._own(M.device_buffer(ctx, all_deltas, M.STORAGE, name="morph deltas"))
         self.weights = self._own(M.device_buffer(ctx, None, M.STORAGE, size=4 * max(1, slot), name="morph weights"))
-        self.output = self._own(M.device_buffer(ctx, staging, M.STORAGE | M.VERTEX, name="morph output vertices"))
+        self.slot_stride = out_bytes
+        self.output = self._own(M.device_buffer(ctx, np.tile(staging, self.slots), M.STORAGE | M.VERTEX,
+                                                name="morph output vertices"))
         self.out_words = self._own(M.device_buffer(ctx, np.concatenate(out_words).astype(np.uint32), M.STORAGE,
                                                    name="morph output words"))
         buffers = [self.base, self.offsets, self.deltas, self.weights, self.output, self.out_words]
@@ -138,8 +143,11 @@ class MorphBatch:
             shader = "morph_compact.comp"
         for inst in self.instances:
             inst.vertex_buffer = self.output
-        self.pipeline = ComputePipeline(ctx, shader, len(buffers), PUSH.itemsize, max_sets=1)
-        self.descriptor_set = self.pipeline.make_set(buffers)
+        self.pipeline = ComputePipeline(ctx, shader, len(buffers), PUSH.itemsize, max_sets=self.slots)
+        self.descriptor_sets = []
+        for k in range(self.slots):
+            buffers[4] = (self.output, k * out_bytes, max(out_bytes, 4))
+            self.descriptor_sets.append(self.pipeline.make_set(buffers))
         self._all = _Slot(0, 0, slot, vtx)
         self.gpu_bytes = {"base": self.base.size, "offsets": self.offsets.size, "deltas": self.deltas.size,
                           "weights": self.weights.size, "output": self.output.size,
@@ -153,9 +161,10 @@ class MorphBatch:
             return sum(self._upload(cb, self._slots[i].weight_offset, self._slots[i].target_count) for i in dirty)
         return self._upload(cb, 0, len(self.gpu_weights))
 
-    def record_dispatches(self, cb, dirty: Sequence[int]) -> int:
-        """Record the morph of the ``dirty`` primitives (one dispatch each when few, else one over all)."""
-        self.pipeline.bind(cb, self.descriptor_set)
+    def record_dispatches(self, cb, dirty: Sequence[int], slot: int = 0) -> int:
+        """Record the morph of the ``dirty`` primitives into output ``slot`` (one dispatch each when few, else
+        one over all)."""
+        self.pipeline.bind(cb, self.descriptor_sets[slot])
         slots = [self._slots[i] for i in dirty] if len(dirty) <= FEW_DIRTY else [self._all]
         for s in slots:
             self.pipeline.push(cb, s.push_ptr, PUSH.itemsize)
