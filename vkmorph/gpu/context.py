@@ -472,7 +472,8 @@ class Context:
             self._retiring.append(_Retiring(s, name, destroy))
 
     # ------------------------------------------------------------------ uploads
-    def queue_upload(self, record: Callable[[object], None], name: str, release: Callable[[], None]) -> None:
+    def queue_upload(self, record: Callable[[object], None], name: str, release: Callable[[], None],
+                     target: object = None) -> None:
         """An upload (copy from a staging buffer vkmorph made): owned contexts submit it at once and wait;
         borrowed ones keep it until the host's next command buffer (``record_pending``) and call ``release``
         when the host reports that buffer completed."""
@@ -482,7 +483,17 @@ class Context:
             finally:
                 release()
             return
-        self._pending.append((record, name, release))
+        self._pending.append((record, name, release, target))
+
+    def cancel_uploads(self, target: object) -> None:
+        """Drop queued uploads into ``target`` (destroyed before the host recorded them), freeing their staging."""
+        keep = []
+        for p in self._pending:
+            if p[3] is target:
+                p[2]()
+            else:
+                keep.append(p)
+        self._pending = keep
 
     @property
     def has_pending(self) -> bool:
@@ -497,10 +508,10 @@ class Context:
 
         pending, self._pending = self._pending, []
         serial = self.next_serial()
-        for record, _, _ in pending:
+        for record, *_ in pending:
             record(cb)
         barriers.record(cb, barriers.TRANSFER_TO_ALL)
-        for _, name, release in pending:
+        for _, name, release, _ in pending:
             self.retire(f"staging for {name}", release, serial)
         return len(pending)
 

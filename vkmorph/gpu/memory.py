@@ -177,6 +177,8 @@ class Buffer:
 
     def _release(self) -> None:
         self.mapped = None
+        if self.ctx.has_pending:
+            self.ctx.cancel_uploads(self)
         if self.handle is not None:
             vk.vkDestroyBuffer(self.ctx.device, self.handle, None)
             self.handle = None
@@ -231,7 +233,7 @@ def upload(ctx: Context, dst: Buffer, data: np.ndarray, offset: int = 0) -> None
         if ctx.owned:
             barriers.transfer_write_to_all(cb)  # borrowed: record_pending adds one barrier after all copies
 
-    ctx.queue_upload(record, dst.name, staging.destroy)
+    ctx.queue_upload(record, dst.name, staging.destroy, target=dst)
 
 
 def readback(ctx: Context, src: Buffer, dtype=np.uint8, count: int | None = None, offset: int = 0,
