@@ -348,7 +348,7 @@ class DemoWindow:
         cb = self.cbs[slot]
         qp = self.query_pools[slot]
         vk.vkResetCommandBuffer(cb, 0)
-        vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+        ctx.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         vk.vkCmdResetQueryPool(cb, qp, 0, 3)
         vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qp, 0)
         counters = r.record(cb, slot, self.framebuffers[index], sc.width, sc.height,
@@ -360,7 +360,7 @@ class DemoWindow:
             _record_swapchain_copy(cb, sc.images[index], staging.handle, sc.width, sc.height)
             barriers.transfer_write_to_host_read(cb)
         vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp, 2)
-        vk.vkEndCommandBuffer(cb)
+        ctx.end(cb)
         ctx.submit([cb], fence=ctx_fence, wait_semaphores=[self.acquired[slot]],
                    wait_stages=[vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT],
                    signal_semaphores=[self.render_done[index]])

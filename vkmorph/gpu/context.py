@@ -52,9 +52,10 @@ _SEVERITY_NAMES = {
 }
 
 
-# command buffers vkmorph allocated (owned contexts): address -> (context, "unknown" | "recording" | "executable"),
-# so record() can refuse one of another Context, and one that is not recording when it was begun and ended
-# through Context.begin/end (raw vkBeginCommandBuffer calls are invisible). Host command buffers are unknown.
+# command buffers vkmorph allocated (owned contexts): address -> (context, "initial" | "recording" | "executable"),
+# so record() can refuse one of another Context and one that is not recording. Such command buffers are begun
+# and ended with Context.begin/end (a raw vkBeginCommandBuffer is invisible to vkmorph). Host command buffers
+# are not known: the host guarantees they are recording.
 _COMMAND_BUFFERS: dict[int, tuple[Context, str]] = {}
 
 
@@ -545,7 +546,7 @@ class Context:
         self._require_owned("allocate_command_buffer")
         cb = vk.vkAllocateCommandBuffers(self.device, vk.VkCommandBufferAllocateInfo(
             commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
-        _COMMAND_BUFFERS[_cb_key(cb)] = (self, "unknown")  # begun with raw vk calls: state not visible
+        _COMMAND_BUFFERS[_cb_key(cb)] = (self, "initial")  # begin/end it with ctx.begin/ctx.end
         return cb
 
     def free_command_buffer(self, cb) -> None:
@@ -558,6 +559,7 @@ class Context:
         _COMMAND_BUFFERS[_cb_key(cb)] = (self, "recording")
 
     def end(self, cb) -> None:
+        """vkEndCommandBuffer, tracked (vkResetCommandBuffer then ctx.begin to reuse it)."""
         vk.vkEndCommandBuffer(cb)
         _COMMAND_BUFFERS[_cb_key(cb)] = (self, "executable")
 
@@ -570,10 +572,7 @@ class Context:
         if cb is None:
             raise UsageError(f"{what}: pass the VkCommandBuffer you are recording (after vkBeginCommandBuffer), "
                              "not None")
-        try:
-            cname = ffi.typeof(cb).cname
-        except TypeError:
-            cname = type(cb).__name__
+        cname = ffi.typeof(cb).cname if isinstance(cb, ffi.CData) else type(cb).__name__
         if "VkCommandBuffer" not in cname:
             raise UsageError(f"{what}: expected a VkCommandBuffer handle, got {cname}")
         known = _COMMAND_BUFFERS.get(_cb_key(cb))
@@ -583,9 +582,10 @@ class Context:
         if owner is not self:
             raise UsageError(f"{what}: this command buffer belongs to another vkmorph Context (device "
                              f"{owner.info.name if owner.info else '?'}); record into one of this context's device")
-        if state == "executable":
-            raise UsageError(f"{what}: the command buffer is not recording ({state}): call vkBeginCommandBuffer "
-                             "first")
+        if state != "recording":
+            raise UsageError(f"{what}: the command buffer is not recording ({state}): begin it with "
+                             "ctx.begin(cb) (command buffers from ctx.allocate_command_buffer are begun and ended "
+                             "with ctx.begin / ctx.end)")
 
     def submit_and_wait(self, record: Callable[[object], None], timeout_s: float = 60.0) -> None:
         """Blocking convenience of owned contexts: record into a fresh command buffer (after any queued
