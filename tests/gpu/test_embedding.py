@@ -208,10 +208,10 @@ def test_destroy_in_flight_is_deferred_to_the_hosts_completion(user_device):
         user.record_compute_copy(cb, rt.vertex_buffer("Red"), rt.vertex_buffer_offset("Red"), red.vertex_bytes, sink)
         return c
 
+    alive = [b for i in rt.instances for b in (i.vertex_buffer, i.index_buffer)]
     sub = user.submit(frame)                  # in flight
     rt.destroy()
     assert "morph runtime" in ctx.retiring
-    alive = [b for b in rt._owned] + ([rt.batch.output] if rt.batch else [])
     assert alive and all(b.alive for b in alive)
     user.wait(sub)
     ctx.completed(sub[2].serial)

@@ -26,7 +26,7 @@ from ..asset.model import MeshPrimitiveAsset, SceneAsset
 from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
-from ..gpu.context import Context
+from ..gpu.context import Context, Owner
 from ..gpu.vk import vk
 from ..morph.gpu_data import DELTA_FORMATS
 from ..morph.state import SceneMorphPose
@@ -147,7 +147,7 @@ class MorphRuntime:
         self.morphing: list[PrimitiveInstance] = []
         self._by_key: dict[tuple[int, int], PrimitiveInstance] = {}
         self._by_node: dict[int, list[int]] = {}  # node -> indices into morphing (= the batch's order)
-        self._owned: list[M.Buffer] = []
+        self._owner = Owner(ctx, "morph runtime")
         self._slot_version = [-1] * self.slots
         self._slot_pending: list[set[int]] = []
         self._last_serial = 0
@@ -166,8 +166,7 @@ class MorphRuntime:
         self._slot_pending = [set(range(len(self.morphing))) for _ in range(self.slots)]
 
     def _own(self, buf: M.Buffer) -> M.Buffer:
-        self._owned.append(buf)
-        return buf
+        return self._owner.own(buf)
 
     def _build(self) -> None:
         ctx, scene = self.ctx, self.scene
@@ -189,7 +188,7 @@ class MorphRuntime:
                     inst.vertex_buffer = self._own(M.device_buffer(ctx, prim.vertices, M.VERTEX | M.STORAGE,
                                                                    name=f"vertices n{node_i}p{p_i}"))
         if self.morphing:
-            self.batch = MorphBatch(ctx, self.morphing, self.pose, self.delta_format, self.slots)
+            self.batch = self._owner.own(MorphBatch(ctx, self.morphing, self.pose, self.delta_format, self.slots))
             self.gpu_bytes = self.batch.gpu_bytes
 
     @property
@@ -363,12 +362,7 @@ class MorphRuntime:
 
     # ------------------------------------------------------------------ teardown
     def _release(self) -> None:
-        for b in reversed(self._owned):
-            b.destroy()
-        self._owned.clear()
-        if self.batch is not None:
-            self.batch.destroy()
-            self.batch = None
+        self._owner.destroy()   # reverse creation order: the batch, then vertex and index buffers
 
     def destroy(self) -> None:
         """Release the runtime's GPU objects (idempotent). Work it recorded that the host has not yet reported
@@ -380,7 +374,7 @@ class MorphRuntime:
         self.instances.clear()
         self.morphing.clear()
         self._by_key.clear()
-        self.ctx.retire("morph runtime", self._release, self._last_serial)
+        self.ctx.retire("morph runtime", self._owner.destroy, self._last_serial)
 
     def __enter__(self) -> MorphRuntime:
         return self
