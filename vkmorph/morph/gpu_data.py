@@ -1,8 +1,9 @@
 """Sparse GPU morph data (seed 000 ``buildGpuMorphData``): CSR deltas per vertex, std430 layouts as numpy dtypes.
 
-The numpy dtypes below are the single source of truth for the shader's struct layouts (a test compares them
-with glsl/morph.comp). Building is vectorized per target (a loop over T, never over V), so 1M vertices x 50
-targets is seconds, and memory stays O(non-zero deltas) beyond the asset itself.
+The numpy dtypes below are the single source of truth for the shader's struct layouts: gpu/interface.py
+declares them as the morph pipelines' storage-buffer elements and generates the GLSL structs from them.
+Building is vectorized per target (a loop over T, never over V), so 1M vertices x 50 targets is seconds, and
+memory stays O(non-zero deltas) beyond the asset itself.
 """
 
 from __future__ import annotations
