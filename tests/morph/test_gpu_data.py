@@ -6,28 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vkmorph.asset.model import STATIC_VERTEX, MeshPrimitiveAsset, MorphTargetAsset
+from tests.helpers import random_prim
 from vkmorph.morph.gpu_data import build_gpu_morph_data
-
-
-def random_prim(rng, V, T, density, with_normals=True) -> MeshPrimitiveAsset:
-    v = np.zeros(V, STATIC_VERTEX)
-    v["position"] = rng.normal(size=(V, 3))
-    n = rng.normal(size=(V, 3))
-    v["normal"] = n / np.linalg.norm(n, axis=1, keepdims=True)
-    t = rng.normal(size=(V, 3))
-    v["tangent"][:, :3] = t / np.linalg.norm(t, axis=1, keepdims=True)
-    v["tangent"][:, 3] = rng.choice([-1.0, 1.0], V)
-    v["texcoord"] = rng.random((V, 2))
-    targets = []
-    for k in range(T):
-        mask = rng.random(V) < density
-        d = np.where(mask[:, None], rng.normal(size=(V, 3)) * 0.1, 0).astype(np.float32)
-        nd = np.where(mask[:, None], rng.normal(size=(V, 3)) * 0.1, 0).astype(np.float32) if with_normals else None
-        td = np.where(mask[:, None], rng.normal(size=(V, 3)) * 0.1, 0).astype(np.float32) if with_normals else None
-        targets.append(MorphTargetAsset(f"t{k}", d, nd, td))
-    idx = np.arange(V - V % 3, dtype=np.uint32)
-    return MeshPrimitiveAsset(vertices=v, indices=idx, morph_targets=targets)
 
 
 def csr_morph(data, weights):
