@@ -155,15 +155,3 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
     out["c"][:, 1] = t + weight_offset
     return out, scales
 
-
-def dequantized(data: GpuMorphData) -> GpuMorphData:
-    """The same data with deltas rounded exactly as the compact format stores them (for error analysis)."""
-    scales = target_scales(data)
-    d = data.deltas.copy()
-    t = d["metadata"][:, 0].astype(np.int64)
-    for k, field in enumerate(("position", "normal", "tangent")):
-        s = scales[t, k][:, None]
-        q = np.round(np.clip(d[field][:, :3] / s, -1, 1) * 32767.0)
-        d[field][:, :3] = np.maximum(q / 32767.0, -1.0) * s
-    return GpuMorphData(data.base_vertices, data.vertex_offsets, d, data.conservative_bounds,
-                        data.maximum_position_delta, data.target_count)
