@@ -18,6 +18,9 @@ def test_call_names_the_call_and_the_result(monkeypatch):
         V.call("vkCreateFence", None, None, None, what="frame fence")
     assert str(e.value) == "vkCreateFence (frame fence) failed: VK_ERROR_OUT_OF_DEVICE_MEMORY"
     assert V.result_name(V.vk.VkErrorOutOfPoolMemory()) == "VK_ERROR_OUT_OF_POOL_MEMORY"
+    with pytest.raises(GpuError, match=r"^vkCreateSwapchainKHR failed: VK_ERROR_OUT_OF_DEVICE_MEMORY$"):
+        V.call("vkCreateSwapchainKHR", None, None, None, fn=fails)   # an extension function from a proc address
+    assert V.call("vkCreateFence", 1, 2, fn=lambda a, b: a + b) == 3
 
 
 def test_descriptors_by_name(ctx):

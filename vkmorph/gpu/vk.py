@@ -35,10 +35,11 @@ def result_name(exc: BaseException) -> str:
     return "VK_" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name[2:]).upper()
 
 
-def call(name: str, *args, what: str = ""):
-    """``vk.<name>(*args)``; a VkError becomes ``GpuError("<name> (<what>) failed: VK_ERROR_...")``."""
+def call(name: str, *args, what: str = "", fn=None):
+    """``vk.<name>(*args)``; a VkError becomes ``GpuError("<name> (<what>) failed: VK_ERROR_...")``.
+    ``fn``: the function to call instead of ``vk.<name>`` (extension functions from vkGet*ProcAddr)."""
     try:
-        return getattr(vk, name)(*args)
+        return (fn or getattr(vk, name))(*args)
     except vk.VkError as exc:
         raise GpuError(f"{name}{f' ({what})' if what else ''} failed: {result_name(exc)}") from None
 
