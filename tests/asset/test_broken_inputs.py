@@ -79,11 +79,14 @@ def test_missing_file_directory_text_and_truncated(tmp_path):
         load_scene(tmp_path / "nope.gltf")
     with pytest.raises(AssetError, match="not a regular file"):
         load_scene(tmp_path)
-    txt = tmp_path / "notes.gltf"
+    txt = tmp_path / "notes.txt"
     txt.write_text("this is not a model\n")
     with pytest.raises(AssetError, match="Assimp cannot import") as e:
         load_scene(txt)
     assert str(txt) in str(e.value)
+    txt = txt.rename(tmp_path / "notes.gltf")
+    with pytest.raises(AssetError, match="notes.gltf: JSON: Expecting value at line 1 column 1"):
+        load_scene(txt)
     glb = asset("RobotExpressive", "RobotExpressive.glb").read_bytes()
     cut = tmp_path / "cut.glb"
     cut.write_bytes(glb[: len(glb) // 3])
