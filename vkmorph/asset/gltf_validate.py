@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from ..errors import AssetError, AssetWarning
-from .gltf import INTERPOLATIONS, GltfDocument, is_int
+from .gltf import GltfDocument, is_int
 
 NAME_LIMIT = 1023            # Assimp's aiString holds MAXLEN 1024 bytes including the terminating NUL
 WEIGHT_SUM_TOLERANCE = 1e-2  # beyond 8-bit quantization of four weights; anything further is renormalized
@@ -164,15 +164,17 @@ class _Validator:
                 raise self.err(f"{w}.joints", "lists a node twice")
             if "skeleton" in skin:
                 self.index(skin["skeleton"], "nodes", f"{w}.skeleton")
-            if "inverseBindMatrices" in skin:
-                iw = f"{w}.inverseBindMatrices"
-                m = self.acc(skin["inverseBindMatrices"], iw)
-                if m.shape[1:] != (4, 4) or m.dtype.kind != "f":
-                    raise self.err(iw, "must be a MAT4 float accessor")
-                if len(m) < len(joints):
-                    raise self.err(iw, f"{len(m)} matrices for {len(joints)} joints")
-                if not np.isfinite(m).all():
-                    raise self.err(iw, f"non-finite value in matrix {_first(~np.isfinite(m))}")
+            iw = f"{w}.inverseBindMatrices"
+            if "inverseBindMatrices" not in skin:  # valid glTF (identity), but Assimp 5.2.5 dies on it
+                raise self.err(iw, "missing; the importer (Assimp 5.2.5) crashes on skins without them "
+                                   "(store identity matrices)")
+            m = self.acc(skin["inverseBindMatrices"], iw)
+            if m.shape[1:] != (4, 4) or m.dtype.kind != "f":
+                raise self.err(iw, "must be a MAT4 float accessor")
+            if len(m) < len(joints):
+                raise self.err(iw, f"{len(m)} matrices for {len(joints)} joints")
+            if not np.isfinite(m).all():
+                raise self.err(iw, f"non-finite value in matrix {_first(~np.isfinite(m))}")
 
     # ------------------------------------------------------------------ meshes
     def meshes(self) -> None:
@@ -289,10 +291,7 @@ class _Validator:
                 sw = f"{w}.samplers[{s_i}]"
                 if not isinstance(s, dict):
                     raise self.err(sw, "must be an object")
-                interp = s.get("interpolation", "LINEAR")
-                if interp not in INTERPOLATIONS:
-                    raise self.err(f"{sw}.interpolation", f"unknown interpolation {interp!r} "
-                                                          f"(glTF has {', '.join(INTERPOLATIONS)})")
+                self.doc.interpolation(s, sw)
                 t = self.acc(s.get("input"), f"{sw}.input")
                 if len(t) == 0:
                     raise self.err(f"{sw}.input", "0 keyframes")

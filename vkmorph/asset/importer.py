@@ -16,11 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import AssetError
-from . import assimp_structs as A
 from .geometry import vertex_normals, vertex_tangents
 from .gltf import GltfDocument
 from .gltf_validate import validate_gltf
-from .isolate import run_isolated
+from .isolate import can_isolate, run_isolated
 from .model import (
     SKINNED_VERTEX,
     STATIC_VERTEX,
@@ -51,15 +50,23 @@ def default_scene_path() -> Path:
     return DATA_DIR / "default_scene.gltf"
 
 
+A = None  # vkmorph.asset.assimp_structs, imported on first use: importing pyassimp loads libassimp
+
+
 def _assimp():
+    global A
     try:
         with warnings.catch_warnings():
-            # pyassimp's helper has an invalid escape sequence: SyntaxWarning on first import under Python 3.12
+            # pyassimp's helper has an invalid escape sequence: SyntaxWarning when first compiled under Python
+            # 3.12 (DeprecationWarning before); it is pyassimp's, not the user's business
             warnings.simplefilter("ignore", SyntaxWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
             from pyassimp import core
+
+            from . import assimp_structs
     except Exception as exc:  # pyassimp raises its own error when libassimp.so is absent
         raise AssetError(f"libassimp not found ({type(exc).__name__}): `apt-get install libassimp5`") from None
+    A = assimp_structs
     lib = core._assimp_lib
     lib.dll.aiGetErrorString.restype = ctypes.c_char_p
     return lib
@@ -112,7 +119,7 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
             doc = GltfDocument(path, allow_external_uris=allow_external_uris)
             if validate:
                 validate_gltf(doc)
-    if isolate if isolate is not None else isolation_default():
+    if (isolate if isolate is not None else isolation_default()) and can_isolate():
         return run_isolated(import_with_assimp, file, file=file)
     return import_with_assimp(file)
 

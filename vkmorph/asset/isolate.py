@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import signal
+import sys
 import traceback
 import warnings
 
@@ -19,7 +20,13 @@ METHODS = ("fork", "forkserver", "spawn")
 
 
 def default_method() -> str:
-    return "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    """fork on Linux (the child only runs Assimp and numpy, never Vulkan or GLFW), else spawn."""
+    return "fork" if sys.platform.startswith("linux") else "spawn"
+
+
+def can_isolate() -> bool:
+    """False inside a daemonic multiprocessing worker, which may not start children."""
+    return not mp.current_process().daemon
 
 
 def _child(conn, fn, args, kwargs) -> None:
