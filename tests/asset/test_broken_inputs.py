@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.asset.gltf_build import QUAD, skinned_morph_model, write_gltf
 from tests.conftest import ROOT, asset
-from vkmorph import AssetError, load_scene
+from vkmorph import AssetError, UsageError, load_scene
 from vkmorph.asset.model import SKINNED_VERTEX, STATIC_VERTEX, MeshPrimitiveAsset, MorphTargetAsset
 from vkmorph.asset.validate import validate_primitive
 from vkmorph.errors import AssetWarning
@@ -419,3 +420,13 @@ def test_no_numpy_or_pyassimp_warnings_reach_stderr(tmp_path):
     r = subprocess.run([sys.executable, "-X", f"pycache_prefix={tmp_path / 'pyc'}", "-W", "error", "-c", code],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def test_non_utf8_file_name_and_wrong_path_type(tmp_path):
+    doc, binary = skinned_morph_model()
+    name = os.fsdecode(b"caf\xe9.gltf")  # not UTF-8: a surrogate escape in Python
+    path = write_gltf(tmp_path / name, doc, binary)
+    for isolate in (False, True):
+        assert load_scene(path, isolate=isolate).primitives[0].vertex_count == 4
+    with pytest.raises(UsageError, match="load_scene needs a file path .* not int"):
+        load_scene(5)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import AssetError
+from ..errors import AssetError, UsageError
 from .geometry import vertex_normals, vertex_tangents
 from .gltf import GltfDocument
 from .gltf_validate import validate_gltf
@@ -103,7 +103,7 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
     """
     path = default_scene_path() if path is None else path
     if not isinstance(path, (str, os.PathLike)):
-        raise AssetError(f"load_scene needs a path (str or os.PathLike), not {type(path).__name__}")
+        raise UsageError(f"load_scene needs a file path (str or os.PathLike), not {type(path).__name__}")
     path = Path(path)
     file = str(path)
     if not path.exists():
@@ -127,7 +127,7 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
 def import_with_assimp(file: str) -> SceneAsset:
     """Assimp import, conversion to the data model and ``validate_scene`` (what ``isolate`` runs in a child)."""
     lib = _assimp()
-    ptr = lib.load(file.encode(), IMPORT_FLAGS)  # aiImportFile(path, flags)
+    ptr = lib.load(os.fsencode(file), IMPORT_FLAGS)  # aiImportFile(path, flags)
     if not ptr:
         msg = (lib.dll.aiGetErrorString() or b"unknown error").decode(errors="replace").strip()
         raise AssetError(f"Assimp cannot import it: {msg.splitlines()[0] if msg else 'unknown error'}", file=file)
