@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import vulkan as vk
 
-from tests.conftest import ASSETS, ROOT, asset, vulkan_unavailable_reason
+from tests.helpers import ASSETS, ROOT, asset, vulkan_unavailable_reason
 from vkmorph import load_scene
 from vkmorph.errors import UsageError
 from vkmorph.morph.reference import morph_reference
@@ -277,11 +277,12 @@ def test_draws_carry_everything_a_host_needs(ctx):
                                                                             len(p.indices), p.vertex_count)
             assert d.index_type == vk.VK_INDEX_TYPE_UINT32 and d.first_index == 0 and d.index_offset == 0
             assert d.vertex_offset == rt.vertex_buffer_offset(inst.node, inst.prim_index, slot=1)
-            np.testing.assert_allclose(d.world, world[inst.node], rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(d.node_world, world[inst.node], rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(d.world, np.eye(4) if p.is_skinned else world[inst.node], rtol=1e-6, atol=1e-6)
             assert d.vertex_input.stride == p.vertices.dtype.itemsize
             if p.is_skinned:
                 s = scene.skins[p.skin]
-                expect = np.linalg.inv(world[inst.node]) @ world[s.joints] @ s.inverse_bind_matrices
+                expect = world[s.joints] @ s.inverse_bind_matrices      # world space: draw with identity
                 np.testing.assert_allclose(d.joint_palette, expect, rtol=1e-5, atol=1e-5)
             else:
                 assert d.joint_palette is None
@@ -347,7 +348,7 @@ def test_host_pipeline_cache_is_used(user_device, monkeypatch):
 
 
 def test_buffers_share_a_few_allocations(ctx):
-    from tests.morph.test_gpu_data import random_prim
+    from tests.helpers import random_prim
     from vkmorph.asset.model import MeshAsset, NodeAsset, SceneAsset
     from vkmorph.render.morph_pass import MorphRuntime
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import asset
-from tests.morph.test_gpu_data import random_prim
+from tests.helpers import asset, random_prim
 from vkmorph import load_scene
 from vkmorph.anim.player import AnimationPlayer
 from vkmorph.asset.model import SKINNED_VERTEX, MeshAsset, NodeAsset, SceneAsset, SkinAsset

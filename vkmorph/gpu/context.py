@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import GpuError, UsageError
-from .vk import ffi, vk
+from .vk import call, ffi, vk
 
 API_VERSION = (1, 2)            # the SPIR-V is compiled for the Vulkan 1.2 environment
 REQUIRED_FEATURES: tuple[str, ...] = ()   # VkPhysicalDeviceFeatures fields the kernels need (none today)
@@ -309,10 +309,10 @@ class Context:
         )
         self._memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
         if self._owns_device:  # only owned contexts submit work of their own
-            self.command_pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
+            self.command_pool = call("vkCreateCommandPool", self.device, vk.VkCommandPoolCreateInfo(
                 flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                 queueFamilyIndex=self.queue_family_index), None)
-            self._fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
+            self._fence = call("vkCreateFence", self.device, vk.VkFenceCreateInfo(), None)
 
     def _create_instance(self, app_name: str) -> None:
         try:
@@ -428,7 +428,7 @@ class Context:
         device_ci = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[queue_ci],
                                           enabledExtensionCount=len(exts), ppEnabledExtensionNames=exts,
                                           pEnabledFeatures=features)
-        self.device = vk.vkCreateDevice(self.physical_device, device_ci, None)
+        self.device = call("vkCreateDevice", self.physical_device, device_ci, None)
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family_index, 0)
 
     # ------------------------------------------------------------------ children & memory
@@ -577,7 +577,7 @@ class Context:
 
     def allocate_command_buffer(self):
         self._require_owned("allocate_command_buffer")
-        cb = vk.vkAllocateCommandBuffers(self.device, vk.VkCommandBufferAllocateInfo(
+        cb = call("vkAllocateCommandBuffers", self.device, vk.VkCommandBufferAllocateInfo(
             commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
         _COMMAND_BUFFERS[_cb_key(cb)] = (self, "initial")  # begin/end it with ctx.begin/ctx.end
         return cb
@@ -588,12 +588,12 @@ class Context:
 
     def begin(self, cb, flags: int = 0) -> None:
         """vkBeginCommandBuffer on a command buffer of this context (tracked, so misuse is caught)."""
-        vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo(flags=flags))
+        call("vkBeginCommandBuffer", cb, vk.VkCommandBufferBeginInfo(flags=flags))
         _COMMAND_BUFFERS[_cb_key(cb)] = (self, "recording")
 
     def end(self, cb) -> None:
         """vkEndCommandBuffer, tracked (vkResetCommandBuffer then ctx.begin to reuse it)."""
-        vk.vkEndCommandBuffer(cb)
+        call("vkEndCommandBuffer", cb)
         _COMMAND_BUFFERS[_cb_key(cb)] = (self, "executable")
 
     def check_command_buffer(self, cb, what: str) -> None:
@@ -644,7 +644,7 @@ class Context:
             pWaitDstStageMask=list(wait_stages) or None,
             commandBufferCount=len(command_buffers), pCommandBuffers=command_buffers,
             signalSemaphoreCount=len(signal_semaphores), pSignalSemaphores=list(signal_semaphores) or None)
-        vk.vkQueueSubmit(self.queue, 1, [info], fence if fence is not None else vk.VK_NULL_HANDLE)
+        call("vkQueueSubmit", self.queue, 1, [info], fence if fence is not None else vk.VK_NULL_HANDLE)
 
     def wait_fence(self, fence, timeout_s: float = 60.0) -> None:
         self._require_owned("wait_fence")
@@ -657,7 +657,7 @@ class Context:
     def wait_idle(self) -> None:
         """Owned contexts: wait for the device, then everything vkmorph recorded is complete."""
         self._require_owned("wait_idle")
-        vk.vkDeviceWaitIdle(self.device)
+        call("vkDeviceWaitIdle", self.device)
         self.completed()
 
     # ------------------------------------------------------------------ validation

@@ -28,6 +28,8 @@ from ..asset.model import attribute_offsets_words
 from ..errors import UsageError
 from ..gpu import memory as M
 from ..gpu.context import Context, Owner
+from ..gpu.interface import MORPH, MORPH_COMPACT
+from ..gpu.interface import MORPH_PUSH as PUSH
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
 from ..morph.gpu_data import DELTA_FORMATS, MORPH_DELTA, build_gpu_morph_data, compact_deltas
@@ -36,8 +38,6 @@ from ..morph.state import SceneMorphPose
 if TYPE_CHECKING:
     from .morph_pass import PrimitiveInstance
 
-LOCAL_SIZE = 64
-PUSH = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4")])
 OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment, so ranges can be bound
 UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
@@ -54,7 +54,7 @@ class _Slot:
 
     def __init__(self, first_vertex: int, weight_offset: int, target_count: int, vertex_count: int):
         self.first_vertex, self.weight_offset, self.target_count = first_vertex, weight_offset, target_count
-        self.groups = (vertex_count + LOCAL_SIZE - 1) // LOCAL_SIZE
+        self.groups = MORPH.groups(vertex_count)
         self.push = np.array([(first_vertex, vertex_count)], PUSH)
         self.push_ptr = M.cffi_pointer(self.push)
 
@@ -132,20 +132,21 @@ class MorphBatch:
                                                 name="morph output vertices"))
         self.out_words = self._own(M.device_buffer(ctx, np.concatenate(out_words).astype(np.uint32), M.STORAGE,
                                                    name="morph output words"))
-        buffers = [self.base, self.offsets, self.deltas, self.weights, self.output, self.out_words]
-        shader = "morph.comp"
+        buffers = {"base_vertices": self.base, "vertex_offsets": self.offsets, "deltas": self.deltas,
+                   "weights": self.weights, "out_word": self.out_words}
+        iface = MORPH
         if self.delta_format == "compact":
             sc = np.zeros((max(1, slot), 4), np.float32)
             sc[:slot, :3] = np.concatenate(scales)
             self.scales = self._own(M.device_buffer(ctx, sc, M.STORAGE, name="morph target scales"))
-            buffers.append(self.scales)
-            shader = "morph_compact.comp"
+            buffers["scales"] = self.scales
+            iface = MORPH_COMPACT
         for inst in self.instances:
             inst.vertex_buffer = self.output
-        self.pipeline = self._own(ComputePipeline(ctx, shader, len(buffers), PUSH.itemsize, max_sets=self.slots))
+        self.pipeline = self._own(ComputePipeline(ctx, iface, max_sets=self.slots))
         self.descriptor_sets = []
         for k in range(self.slots):
-            buffers[4] = (self.output, k * out_bytes, max(out_bytes, 4))
+            buffers["out_words"] = (self.output, k * out_bytes, max(out_bytes, 4))
             self.descriptor_sets.append(self.pipeline.make_set(buffers))
         self._all = _Slot(0, 0, slot, vtx)
         self.gpu_bytes = {"base": self.base.size, "offsets": self.offsets.size, "deltas": self.deltas.size,

@@ -27,6 +27,7 @@ from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
 from ..gpu.context import Context, Owner
+from ..gpu.pipeline import vertex_input_attributes
 from ..gpu.vk import vk
 from ..morph.gpu_data import DELTA_FORMATS
 from ..morph.state import SceneMorphPose
@@ -56,16 +57,8 @@ class VertexInput:
     attributes: list[tuple[int, str, int, int]]  # (location, name, VkFormat, byte offset)
 
 
-_FORMATS = {("<f4", 2): vk.VK_FORMAT_R32G32_SFLOAT, ("<f4", 3): vk.VK_FORMAT_R32G32B32_SFLOAT,
-            ("<f4", 4): vk.VK_FORMAT_R32G32B32A32_SFLOAT, ("<u4", 4): vk.VK_FORMAT_R32G32B32A32_UINT}
-
-
 def vertex_input_of(dtype: np.dtype) -> VertexInput:
-    attrs = []
-    for loc, name in enumerate(dtype.names):
-        sub, off = dtype.fields[name][:2]
-        attrs.append((loc, name, _FORMATS[(sub.base.str, sub.shape[0])], off))
-    return VertexInput(stride=dtype.itemsize, attributes=attrs)
+    return VertexInput(stride=dtype.itemsize, attributes=vertex_input_attributes(dtype))
 
 
 class PrimitiveInstance:
@@ -106,9 +99,12 @@ class Draw:
     index_type: int            # VK_INDEX_TYPE_UINT32
     index_count: int
     first_index: int
-    world: np.ndarray          # (4, 4) float32 node world matrix, column vectors (M @ v)
+    world: np.ndarray          # (4, 4) float32 model matrix to draw with, column vectors (M @ v): the node's
+    #                            world matrix; identity for skinned primitives (the palette is world-space)
+    node_world: np.ndarray     # (4, 4) float32 the node's world matrix (also for skinned primitives)
     skin: int | None
-    joint_palette: np.ndarray | None  # (J, 4, 4) float32: inverse(node world) x joint world x inverse bind
+    joint_palette: np.ndarray | None  # (J, 4, 4) float32: joint world x inverse bind (glTF: the skinned mesh
+    #                                   node's own transform is ignored), so skinned vertices land in world space
     morphing: bool
 
 
@@ -330,13 +326,15 @@ class MorphRuntime:
         out = []
         for inst in self.instances:
             p = inst.prim
-            palette = skel.skin_matrices(p.skin, inst.node) if p.is_skinned else None
+            palette = skel.skin_matrices(p.skin) if p.is_skinned else None
+            node_world = world[inst.node].astype(np.float32)
             out.append(Draw(node=inst.node, node_name=self.scene.nodes[inst.node].name, primitive=inst.prim_index,
                             vertex_buffer=inst.vertex_buffer.handle, vertex_offset=self._offset(inst, slot),
                             vertex_count=p.vertex_count, vertex_input=vertex_input_of(p.vertices.dtype),
                             index_buffer=inst.index_buffer.handle, index_offset=0,
                             index_type=vk.VK_INDEX_TYPE_UINT32, index_count=inst.index_count, first_index=0,
-                            world=world[inst.node].astype(np.float32), skin=p.skin if p.is_skinned else None,
+                            world=np.eye(4, dtype=np.float32) if p.is_skinned else node_world,
+                            node_world=node_world, skin=p.skin if p.is_skinned else None,
                             joint_palette=palette, morphing=inst.is_morphing))
         return out
 
