@@ -157,7 +157,7 @@ def run(seed: int, count: int, work: Path, assets: Path, budget_s: float) -> dic
     examples: dict[str, str] = {}
     failures: list[str] = []
     start = time.monotonic()
-    n = 0
+    done = 0
     for n in range(count):
         if time.monotonic() - start > budget_s:
             break
@@ -179,7 +179,8 @@ def run(seed: int, count: int, work: Path, assets: Path, budget_s: float) -> dic
             kind = "other exception"
             failures.append(f"{src.name} {what}: {type(exc).__name__}: {exc}"[:400])
         outcomes[kind] += 1
-    return {"seed": seed, "mutants": n + 1 if count else 0, "seconds": round(time.monotonic() - start, 1),
+        done += 1
+    return {"seed": seed, "mutants": done, "seconds": round(time.monotonic() - start, 1),
             "outcomes": dict(outcomes), "failures": failures, "examples": examples}
 
 
