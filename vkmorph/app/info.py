@@ -16,6 +16,7 @@ def scene_summary(scene: SceneAsset) -> dict:
         for p in m.primitives:
             prims.append({"mesh": m.name, "vertex_count": p.vertex_count, "index_count": int(len(p.indices)),
                           "target_names": p.target_names, "delta_count": count_deltas(p),
+                          "target_normals_derived": [t.normals_derived for t in p.morph_targets],
                           "skinned": p.is_skinned, "truncated_influences": p.truncated_influences})
     anims = []
     for a in scene.animations:
@@ -41,6 +42,9 @@ def run_info(args) -> int:
               + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else ""))
         if p["target_names"]:
             print(f"      targets: {', '.join(p['target_names'])}")
+            derived = [n for n, d in zip(p["target_names"], p["target_normals_derived"]) if d]
+            if derived:
+                print(f"      normals derived from positions (file has none): {', '.join(derived)}")
     for s in summary["skins"]:
         print(f"  skin {s['name']}: {s['joint_count']} joints")
     for a in summary["animations"]:

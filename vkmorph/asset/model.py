@@ -31,6 +31,8 @@ class MorphTargetAsset:
     normal_deltas: np.ndarray | None = None   # (V, 3) float32
     tangent_deltas: np.ndarray | None = None  # (V, 3) float32
     generated_name: bool = False              # True when the file had no name and one was made up
+    normals_derived: bool = False             # True when the file had no normal deltas and the importer derived
+                                              # them from the positions (asset.geometry.derived_normal_deltas)
 
 
 @dataclass
