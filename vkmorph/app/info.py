@@ -17,6 +17,9 @@ def scene_summary(scene: SceneAsset) -> dict:
             prims.append({"mesh": m.name, "vertex_count": p.vertex_count, "index_count": int(len(p.indices)),
                           "target_names": p.target_names, "delta_count": count_deltas(p),
                           "target_normals_derived": [t.normals_derived for t in p.morph_targets],
+                          "target_names_generated": [t.generated_name for t in p.morph_targets],
+                          "duplicate_target_names": sorted({n for n in p.target_names
+                                                            if p.target_names.count(n) > 1}),
                           "skinned": p.is_skinned, "truncated_influences": p.truncated_influences})
     anims = []
     for a in scene.animations:
@@ -42,6 +45,11 @@ def run_info(args) -> int:
               + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else ""))
         if p["target_names"]:
             print(f"      targets: {', '.join(p['target_names'])}")
+            generated = [n for n, g in zip(p["target_names"], p["target_names_generated"]) if g]
+            if generated:
+                print(f"      names generated (file has none): {', '.join(generated)}")
+            if p["duplicate_target_names"]:
+                print(f"      duplicate names (set these by index): {', '.join(p['duplicate_target_names'])}")
             derived = [n for n, d in zip(p["target_names"], p["target_normals_derived"]) if d]
             if derived:
                 print(f"      normals derived from positions (file has none): {', '.join(derived)}")

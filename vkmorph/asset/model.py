@@ -89,9 +89,6 @@ class NodeAsset:
     default_weights: np.ndarray | None = None
 
 
-INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")
-
-
 @dataclass
 class MorphWeightChannel:
     node: int

@@ -108,14 +108,16 @@ class MorphRuntime:
 
     ``delta_format``: "full" (64-byte float deltas, exact) or "compact" (24-byte snorm16 deltas scaled per
     target; position error per component <= sum(w * scale) / 65534, see morph_compact.comp).
+    ``weight_range``: allowed weights (None: the file's, at least [0, 1]; the conservative bounds follow it);
+    ``clamp``: clamp weights outside it with a warning instead of raising ``UsageError``.
     """
 
-    def __init__(self, ctx: Context, scene: SceneAsset, weight_range: tuple[float, float] = (0.0, 1.0),
-                 delta_format: str = "full"):
+    def __init__(self, ctx: Context, scene: SceneAsset, weight_range: tuple[float, float] | None = None,
+                 delta_format: str = "full", clamp: bool = False):
         if delta_format not in DELTA_FORMATS:
             raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
         self.ctx, self.scene, self.delta_format = ctx, scene, delta_format
-        self.pose = SceneMorphPose(scene, weight_range)
+        self.pose = SceneMorphPose(scene, weight_range, clamp=clamp)  # None: the file's range
         self.pipeline: ComputePipeline | None = None
         self.instances: list[PrimitiveInstance] = []
         self.morphing: list[PrimitiveInstance] = []
@@ -229,6 +231,10 @@ class MorphRuntime:
     def set_weights(self, node: int | str, weights) -> bool:
         """Set a node's morph weights (all its primitives); True when anything changed."""
         return self.pose.set_weights(node, weights)
+
+    def set_weight(self, node: int | str, target: int | str, value: float) -> bool:
+        """Set one target by name or index (``rt.set_weight("Head", "MouthOpen", 0.7)``)."""
+        return self.pose.set_weight(node, target, value)
 
     def record(self, cb) -> FrameCounters:
         """Record this frame's version-gated morph work into ``cb``; returns what was recorded."""
