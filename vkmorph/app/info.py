@@ -20,7 +20,8 @@ def scene_summary(scene: SceneAsset) -> dict:
                           "target_names_generated": [t.generated_name for t in p.morph_targets],
                           "duplicate_target_names": sorted({n for n in p.target_names
                                                             if p.target_names.count(n) > 1}),
-                          "skinned": p.is_skinned, "truncated_influences": p.truncated_influences})
+                          "skinned": p.is_skinned, "truncated_influences": p.truncated_influences,
+                          "unweighted_vertices": p.unweighted_vertices})
     anims = []
     for a in scene.animations:
         anims.append({"name": a.name, "duration_s": a.duration,
@@ -42,7 +43,9 @@ def run_info(args) -> int:
         print(f"  p{i} {p['mesh']!r}: {p['vertex_count']} vertices, {p['index_count']} indices, "
               f"{len(p['target_names'])} targets ({p['delta_count']} deltas)"
               f"{', skinned' if p['skinned'] else ''}"
-              + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else ""))
+              + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else "")
+              + (f", {p['unweighted_vertices']} vertices without influence (rigid with the mesh node)"
+                 if p['unweighted_vertices'] else ""))
         if p["target_names"]:
             print(f"      targets: {', '.join(p['target_names'])}")
             generated = [n for n, g in zip(p["target_names"], p["target_names_generated"]) if g]

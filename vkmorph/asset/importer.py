@@ -125,7 +125,7 @@ def _convert(raw, file: str) -> SceneAsset:
         local: dict[bytes, int] = {}
         for i in key:
             if i in pending_skins:
-                joints, ibm = pending_skins[i]
+                joints, ibm = _rigid_joint(prims[i], *pending_skins[i], node_meshes, key)
                 k = joints.tobytes() + np.round(ibm, 6).tobytes()
                 if k not in local:
                     local[k] = len(skins)
@@ -301,6 +301,20 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
     prim.morph_targets = targets
     prim.default_weights = np.array(weights, np.float32) if targets else None
     return prim
+
+
+def _rigid_joint(prim, joints, ibm, node_meshes, key):
+    """Vertices of a skinned primitive with no influence at all move rigidly with their mesh node: they get one
+    extra joint, the (first) node instancing the mesh with an identity inverse bind, so their skin matrix
+    inverse(mesh world) x mesh world x I is the identity."""
+    rigid = prim.vertices["weights"].sum(axis=1) == 0
+    prim.unweighted_vertices = int(rigid.sum())
+    if not prim.unweighted_vertices:
+        return joints, ibm
+    node = next((n for n, idxs in enumerate(node_meshes) if idxs == key), 0)
+    prim.vertices["joints"][rigid] = (len(joints), 0, 0, 0)
+    prim.vertices["weights"][rigid] = (1.0, 0.0, 0.0, 0.0)
+    return np.append(joints, node), np.concatenate([ibm, np.eye(4)[None]])
 
 
 def _skin(bones, verts, name_to_node, where) -> tuple[np.ndarray, np.ndarray, int]:

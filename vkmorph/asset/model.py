@@ -45,6 +45,8 @@ class MeshPrimitiveAsset:
     base_color: tuple[float, float, float, float] = (0.8, 0.8, 0.8, 1.0)
     name: str = ""
     truncated_influences: int = 0             # vertices that had more than four non-zero influences
+    unweighted_vertices: int = 0              # vertices of a skinned primitive with no influence: imported rigid
+                                              # with the mesh node (through an added joint, see importer)
 
     @property
     def vertex_count(self) -> int:
