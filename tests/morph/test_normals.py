@@ -120,3 +120,26 @@ def test_gpu_pass_matches_independent_normals_of_the_morphed_surface(ctx, tmp_pa
             ctx.submit_and_wait(rt.record)
             out = rt.read_vertices(inst)
             np.testing.assert_allclose(out["normal"], independent_normals(pos + tgt, idx), atol=2e-5)
+
+
+@pytest.mark.parametrize("source", ["default", "AnimatedMorphCube"])
+def test_tangents_gram_schmidt_against_the_morphed_normal_keep_handedness(source):
+    path = None if source == "default" else asset("AnimatedMorphCube", "AnimatedMorphCube.gltf")
+    prim = next(p for p in load_scene(path).primitives if p.morph_targets)
+    w = np.linspace(1.0, 0.4, len(prim.morph_targets))
+    _, n, t = morph_reference(prim, w, orthogonalize=True)
+    v = prim.vertices
+    raw_n = v["normal"] + sum(wk * tg.normal_deltas for wk, tg in zip(w, prim.morph_targets))
+    raw_t = v["tangent"][:, :3] + sum(wk * tg.tangent_deltas for wk, tg in zip(w, prim.morph_targets)
+                                      if tg.tangent_deltas is not None)
+    un = raw_n / np.linalg.norm(raw_n, axis=1, keepdims=True)
+    expected = raw_t - un * np.einsum("ij,ij->i", un, raw_t)[:, None]
+    length = np.linalg.norm(expected, axis=1)
+    ok = length > 1e-6                   # a tangent parallel to its normal falls back to the base tangent
+    assert ok.mean() > 0.5
+    np.testing.assert_allclose(t[ok, :3], expected[ok] / length[ok, None], atol=1e-5)
+    np.testing.assert_allclose(t[~ok, :3], v["tangent"][~ok, :3], atol=1e-6)
+    assert np.abs(np.einsum("ij,ij->i", n[ok], t[ok, :3])).max() < 1e-5
+    assert t[:, 3].tobytes() == v["tangent"][:, 3].tobytes()
+    _, n0, t0 = morph_reference(prim, w, orthogonalize=False)
+    assert np.abs(np.einsum("ij,ij->i", n0, t0[:, :3])).max() > 1e-2   # plain normalizing leaves them skewed
