@@ -27,6 +27,7 @@ from ..gpu import memory as M
 from ..gpu.context import Context
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
+from ..morph.bounds import ClusterBounds
 from ..morph.gpu_data import DELTA_FORMATS, MORPH_DELTA, build_gpu_morph_data, compact_deltas
 from ..morph.state import SceneMorphPose
 
@@ -127,6 +128,7 @@ class MorphRuntime:
         self.applied_pose_version = -1
         self.last_counters = FrameCounters()
         self.gpu_bytes: dict[str, int] = {}
+        self._cluster_bounds: dict[int, ClusterBounds] = {}   # per primitive, built on first bounds() call
         try:
             self._build()
         except BaseException:
@@ -312,6 +314,17 @@ class MorphRuntime:
     def index_buffer(self, node: int | str, primitive: int = 0):
         """VkBuffer of uint32 triangle-list indices."""
         return self.instance(node, primitive).index_buffer.handle
+
+    def bounds(self, node: int | str, primitive: int = 0) -> np.ndarray:
+        """(2, 3) [min, max] of the primitive's morphed positions at the CURRENT weights, in mesh space (before
+        skinning and the node transform; ``vkmorph.morph.bounds.transform_box`` takes it to world space).
+        Conservative (contains every deformed vertex) and tight; CPU only, no readback (morph/bounds.py)."""
+        inst = self.instance(node, primitive)
+        cb = self._cluster_bounds.get(id(inst.prim))
+        if cb is None:
+            cb = self._cluster_bounds[id(inst.prim)] = ClusterBounds(inst.prim)
+        w = self.pose.weights(inst.node)[:inst.target_count] if inst.is_morphing else np.zeros(0)
+        return cb.at(w)
 
     def vertex_input(self, node: int | str, primitive: int = 0) -> VertexInput:
         return vertex_input_of(self.instance(node, primitive).prim.vertices.dtype)
