@@ -9,13 +9,14 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.gpu
 
 
 def test_compute_round_trip(ctx):
     from vkmorph.gpu import memory as M
+    from vkmorph.gpu.interface import COPY
     from vkmorph.gpu.pipeline import ComputePipeline
     from vkmorph.gpu.vk import vk
 
@@ -23,8 +24,8 @@ def test_compute_round_trip(ctx):
     data = rng.integers(0, 2**32, size=(1003, 4), dtype=np.uint32)
     src = M.device_buffer(ctx, data, M.STORAGE, name="src")
     dst = M.device_buffer(ctx, None, M.STORAGE, size=data.nbytes, name="dst")
-    pipe = ComputePipeline(ctx, "copy.comp", 2, 8)
-    dset = pipe.make_set([src, dst])
+    pipe = ComputePipeline(ctx, COPY)
+    dset = pipe.make_set({"src": src, "dst": dst})
     push = np.array([len(data), 0x5A5A5A5A], np.uint32)
 
     def record(cb):
@@ -45,14 +46,15 @@ def test_missing_barrier_is_reported(ctx):
     """Proof the harness can fail: vkCmdUpdateBuffer then a dispatch reading it, no transfer->compute barrier."""
     from vkmorph.gpu import barriers
     from vkmorph.gpu import memory as M
+    from vkmorph.gpu.interface import COPY
     from vkmorph.gpu.pipeline import ComputePipeline
     from vkmorph.gpu.vk import vk
 
     data = np.arange(64 * 4, dtype=np.uint32)
     src = M.device_buffer(ctx, data, M.STORAGE)
     dst = M.device_buffer(ctx, None, M.STORAGE, size=data.nbytes)
-    pipe = ComputePipeline(ctx, "copy.comp", 2, 8)
-    dset = pipe.make_set([src, dst])
+    pipe = ComputePipeline(ctx, COPY)
+    dset = pipe.make_set({"src": src, "dst": dst})
     push = np.array([64, 0], np.uint32)
 
     def record(with_barrier):

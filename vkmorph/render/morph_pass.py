@@ -25,14 +25,14 @@ from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
 from ..gpu.context import Context
-from ..gpu.pipeline import ComputePipeline
+from ..gpu.interface import MORPH, MORPH_COMPACT
+from ..gpu.interface import MORPH_PUSH as PUSH
+from ..gpu.pipeline import ComputePipeline, vertex_input_attributes
 from ..gpu.vk import vk
 from ..morph.bounds import ClusterBounds
 from ..morph.gpu_data import DELTA_FORMATS, MORPH_DELTA, build_gpu_morph_data, compact_deltas
 from ..morph.state import SceneMorphPose
 
-LOCAL_SIZE = 64
-PUSH = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4")])
 OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment, so ranges can be bound
 UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
@@ -56,16 +56,8 @@ class VertexInput:
     attributes: list[tuple[int, str, int, int]]  # (location, name, VkFormat, byte offset)
 
 
-_FORMATS = {("<f4", 2): vk.VK_FORMAT_R32G32_SFLOAT, ("<f4", 3): vk.VK_FORMAT_R32G32B32_SFLOAT,
-            ("<f4", 4): vk.VK_FORMAT_R32G32B32A32_SFLOAT, ("<u4", 4): vk.VK_FORMAT_R32G32B32A32_UINT}
-
-
 def vertex_input_of(dtype: np.dtype) -> VertexInput:
-    attrs = []
-    for loc, name in enumerate(dtype.names):
-        sub, off = dtype.fields[name][:2]
-        attrs.append((loc, name, _FORMATS[(sub.base.str, sub.shape[0])], off))
-    return VertexInput(stride=dtype.itemsize, attributes=attrs)
+    return VertexInput(stride=dtype.itemsize, attributes=vertex_input_attributes(dtype))
 
 
 def _align(n: int, a: int = OUTPUT_ALIGNMENT) -> int:
@@ -189,7 +181,7 @@ class MorphRuntime:
             gather.append(node_slice.start + np.arange(inst.target_count))
             inst.push = np.array([(vtx, V)], PUSH)
             inst._push_ptr = M.cffi_pointer(inst.push)
-            inst.groups = (V + LOCAL_SIZE - 1) // LOCAL_SIZE
+            inst.groups = MORPH.groups(V)
             vtx += V
             dlt += data.delta_count
             slot += inst.target_count
@@ -210,21 +202,22 @@ class MorphRuntime:
         self.output = self._own(M.device_buffer(ctx, staging, M.STORAGE | M.VERTEX, name="morph output vertices"))
         self.out_words = self._own(M.device_buffer(ctx, np.concatenate(out_words).astype(np.uint32), M.STORAGE,
                                                    name="morph output words"))
-        buffers = [self.base, self.offsets, self.deltas, self.weights, self.output, self.out_words]
-        shader = "morph.comp"
+        buffers = {"base_vertices": self.base, "vertex_offsets": self.offsets, "deltas": self.deltas,
+                   "weights": self.weights, "out_words": self.output, "out_word": self.out_words}
+        iface = MORPH
         if self.delta_format == "compact":
             sc = np.zeros((max(1, slot), 4), np.float32)
             sc[:slot, :3] = np.concatenate(scales)
             self.scales = self._own(M.device_buffer(ctx, sc, M.STORAGE, name="morph target scales"))
-            buffers.append(self.scales)
-            shader = "morph_compact.comp"
+            buffers["scales"] = self.scales
+            iface = MORPH_COMPACT
         for inst in self.morphing:
             inst.vertex_buffer = self.output
-        self.pipeline = ComputePipeline(ctx, shader, len(buffers), PUSH.itemsize, max_sets=1)
+        self.pipeline = ComputePipeline(ctx, iface, max_sets=1)
         self.descriptor_set = self.pipeline.make_set(buffers)
         self._all_push = np.array([(0, vtx)], PUSH)
         self._all_push_ptr = M.cffi_pointer(self._all_push)
-        self._all_groups = (vtx + LOCAL_SIZE - 1) // LOCAL_SIZE
+        self._all_groups = MORPH.groups(vtx)
         self.gpu_bytes = {"base": self.base.size, "offsets": self.offsets.size, "deltas": self.deltas.size,
                           "weights": self.weights.size, "output": self.output.size,
                           "output_words": self.out_words.size}
