@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import asset
+from tests.helpers import asset
 from vkmorph import load_scene
 from vkmorph.anim.sampler import sample
 from vkmorph.asset.model import STATIC_VERTEX, MeshPrimitiveAsset, MorphTargetAsset

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import asset
 from tests.gltf_write import GltfWriter, grid
+from tests.helpers import asset
 from vkmorph import load_scene
 from vkmorph.morph.gpu_data import count_deltas
 from vkmorph.morph.reference import morph_reference

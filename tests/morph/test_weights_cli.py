@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, vulkan_unavailable_reason
+from tests.helpers import ROOT
 from vkmorph import load_scene
 from vkmorph.asset.importer import default_scene_path
 from vkmorph.morph.reference import morph_reference
@@ -17,8 +17,6 @@ from vkmorph.morph.reference import morph_reference
 
 @pytest.mark.gpu
 def test_morph_cli_negative_and_overdriven_weights(tmp_path):
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     out = tmp_path / "o.npz"
     cmd = ["morph", str(default_scene_path()), "--weights", "2,-1", "--out", str(out)]
     r = subprocess.run([sys.executable, "-m", "vkmorph.app.cli", *cmd], capture_output=True, text=True, cwd=ROOT,
