@@ -36,12 +36,18 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture
 def ctx():
-    """A fresh validated Context; the test fails if validation reported anything or a child was left alive."""
+    """A fresh validated Context; the test fails if validation reported anything or if an object the test
+    created was not destroyed (the Context's registry is the leak detector)."""
     from vkmorph.gpu.context import Context, validation_requested
 
     c = Context.create(validation=validation_requested(True))
     yield c
+    leaks = []
+    if not c.destroyed:
+        c.wait_idle()                 # also releases what was waiting for a completion
+        leaks = c.live_children
     c.destroy()
     bad = c.errors_and_warnings()
     assert not bad, "validation messages:\n" + "\n".join(str(m) for m in bad)
+    assert not leaks, f"objects not destroyed by the test (leaked): {leaks}"
 

@@ -197,7 +197,8 @@ def graphics_pipeline(ctx: Context, group: ObjectGroup, spec: PipelineSpec, layo
             stageCount=len(stages), pStages=stages, pVertexInputState=vin, pInputAssemblyState=ia,
             pViewportState=vp, pRasterizationState=rs, pMultisampleState=ms, pDepthStencilState=ds,
             pColorBlendState=cb, pDynamicState=dyn, layout=layout, renderPass=render_pass, subpass=0)
-        pipe = call("vkCreateGraphicsPipelines", ctx.device, vk.VK_NULL_HANDLE, 1, [info], None)[0]
+        cache = ctx.pipeline_cache or vk.VK_NULL_HANDLE
+        pipe = call("vkCreateGraphicsPipelines", ctx.device, cache, 1, [info], None)[0]
     finally:
         for m in modules:
             vk.vkDestroyShaderModule(ctx.device, m, None)

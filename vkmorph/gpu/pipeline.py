@@ -83,7 +83,8 @@ class ComputePipeline:
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
                                                        pName="main")
             info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
-            result = call("vkCreateComputePipelines", dev, vk.VK_NULL_HANDLE, 1, [info], None, what=self.shader)
+            cache = ctx.pipeline_cache if ctx.pipeline_cache is not None else vk.VK_NULL_HANDLE
+            result = call("vkCreateComputePipelines", dev, cache, 1, [info], None, what=self.shader)
             self.pipeline = result[0]  # a cdata array of one VkPipeline
             counts: dict[int, int] = {}
             for _, t, _ in set_layout_bindings(iface):
@@ -97,6 +98,7 @@ class ComputePipeline:
         finally:
             if module is not None:
                 vk.vkDestroyShaderModule(dev, module, None)
+        ctx.set_name(self.pipeline, vk.VK_OBJECT_TYPE_PIPELINE, f"compute pipeline {self.shader}")
         self._key = ctx.track(f"compute pipeline {self.shader}", self._release)
 
     def make_set(self, buffers: Mapping[str, Buffer | tuple[Buffer, int, int]]):
