@@ -16,7 +16,7 @@ os.environ.setdefault(
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSETS = Path(os.environ.get("VKMORPH_ASSETS", ROOT.parent / "shared" / "assets"))
+ASSETS = Path(os.environ.get("VKMORPH_ASSETS", ROOT / "tests" / "assets"))
 
 _gpu_reason: list[str | None] = []
 

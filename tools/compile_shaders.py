@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GLSL = ROOT / "glsl"
-SPIRV = ROOT / "spirv"
+SPIRV = ROOT / "vkmorph" / "spirv"  # inside the package, so wheels ship it
 STAGES = (".comp", ".vert", ".frag")
 
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                     stale.append(name)
             elif not dst.is_file() or dst.read_bytes() != out.read_bytes():
                 shutil.copyfile(out, dst)
-                print(f"wrote spirv/{name}")
+                print(f"wrote vkmorph/spirv/{name}")
     known = {s.name + ".spv" for s in sources()}
     orphans = sorted(p.name for p in SPIRV.glob("*.spv") if p.name not in known)
     if failed:

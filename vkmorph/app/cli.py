@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from ..errors import VkmorphError
 
 EXIT_BAD_INPUT = 2
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="vkmorph", description="GPU morph targets and skinning on Vulkan.",
                                  epilog="Environment: VKMORPH_VALIDATION=1|0 (validation layer, exit 3 on any "
                                         "message), VKMORPH_DEVICE=<name substring>.")
+    ap.add_argument("--version", action="version", version=f"vkmorph {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("devices", help="print the Vulkan device vkmorph would use")
