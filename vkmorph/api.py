@@ -57,6 +57,7 @@ class Primitive:
     normals: np.ndarray          # (V, 3) float32
     indices: np.ndarray          # (I,) uint32
     space: str = "mesh"
+    tangents: np.ndarray | None = None  # (V, 3) float32 (tangent.xyz; w stays the file's handedness)
 
 
 @dataclass
@@ -98,6 +99,7 @@ class Bake:
     space: str
     slices: dict[str, slice] = field(default_factory=dict)
     indices: dict[str, np.ndarray] = field(default_factory=dict)
+    tangents: np.ndarray | None = None
 
     def primitive(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(frames, V, 3) positions and normals of one primitive."""
@@ -127,14 +129,15 @@ class Model:
     ``delta_format``: ``"full"`` or ``"compact"`` (see `vkmorph.render.morph_pass.MorphRuntime`)."""
 
     def __init__(self, path=None, *, validation: bool | None = None, device: str | None = None,
-                 delta_format: str = "full", progress: bool | None = None):
+                 delta_format: str = "full", progress: bool | None = None, echo_messages: bool = False):
         from .asset.importer import load_scene
         from .gpu.context import Context, validation_requested
 
         self.scene = load_scene(path)
         self.progress = progress
+        self.messages: list = []  # validation messages seen (kept after close())
         self.ctx = Context.create(validation=validation_requested(False) if validation is None else validation,
-                                  device_name=device)
+                                  device_name=device, echo_messages=echo_messages)
         self.runtime = self._capture = self._bake_cache = None
         try:
             from .render.morph_pass import MorphRuntime
@@ -259,18 +262,21 @@ class Model:
         return (world[s.joints] @ s.inverse_bind_matrices).astype(np.float32)
 
     # ------------------------------------------------------------------ public calls
-    def pose(self, weights=None, clip=None, time: float | None = None, space: str = "mesh") -> Pose:
+    def pose(self, weights=None, clip=None, time: float | None = None, space: str = "mesh",
+             skinning: bool = True) -> Pose:
         """Positions, normals and indices of every primitive instance for one pose: the file's default weights,
         then ``clip`` sampled at ``time`` seconds (clamped, not looped), then ``weights`` ({target name: w} for
-        every node with that target, or one list for every morph node) on top."""
+        every node with that target, or one list for every morph node) on top. ``skinning=False``: skinned
+        primitives as the morph pass leaves them, before skinning."""
         b = self.bake(clip=clip, times=None if time is None else [time], weights=weights, space=space,
-                      progress=False)
+                      progress=False, skinning=skinning)
         return Pose([Primitive(n, i.node, i.prim_index, self.scene.meshes[self.scene.nodes[i.node].mesh].name,
                                i.prim.is_skinned, b.positions[0, b.slices[n]], b.normals[0, b.slices[n]],
-                               b.indices[n], space) for n, i in zip(self.names, self.instances)], space)
+                               b.indices[n], space, b.tangents[0, b.slices[n]])
+                     for n, i in zip(self.names, self.instances)], space)
 
     def bake(self, clip=None, times=None, weights=None, space: str = "mesh", batch_frames: int | None = None,
-             progress: bool | None = None) -> Bake:
+             progress: bool | None = None, skinning: bool = True) -> Bake:
         """Sample ``clip`` at each of ``times`` (seconds) and return every frame's vertices, computed on the GPU
         in batches of ``batch_frames`` frames per command buffer (default: as many as fit in 64 MiB)."""
         c = self._check(clip, 0.0 if times is not None else None, space)
@@ -278,20 +284,20 @@ class Model:
         times = np.zeros(1) if times is None else np.asarray(times, np.float64).reshape(-1)
         if times.size == 0 or not np.isfinite(times).all():
             raise UsageError("times must be a non-empty list of finite seconds")
-        return _GpuBaker(self, space).run(c, times, w, batch_frames,
+        return _GpuBaker(self, space, skinning).run(c, times, w, batch_frames,
                                           self.progress if progress is None else progress)
 
-    def _bake_resources(self, B, frame_out, frame_pal, out_offs, pal_offs):
+    def _bake_resources(self, B, frame_out, frame_pal, out_offs, pal_offs, skin):
         """Host-visible output/palette buffers for B frames and the skinning descriptor sets that point into
         them; kept between bakes of the same batch size (pose() calls reuse them)."""
         from .gpu import memory as M
         from .render.skin_capture import SkinCapture
 
-        key = (B, frame_out, frame_pal)
+        key = (B, frame_out, frame_pal, tuple(skin))
         if self._bake_cache is not None and self._bake_cache[0] == key:
             return self._bake_cache[1:]
         self._free_bake_cache()
-        skinned = [k for k, i in enumerate(self.instances) if i.prim.is_skinned]
+        skinned = [k for k in range(len(self.instances)) if skin[k]]
         out = M.host_buffer(self.ctx, B * frame_out, M.STORAGE | M.TRANSFER_DST, name="bake output")
         pal = capture = None
         sets = {}
@@ -335,6 +341,7 @@ class Model:
             self.runtime = None
         if getattr(self, "ctx", None) is not None:
             self.ctx.destroy()
+            self.messages = list(self.ctx.errors_and_warnings())
             self.ctx = None
 
     def __enter__(self) -> Model:
@@ -354,20 +361,25 @@ def _cofactor(m3: np.ndarray) -> np.ndarray:
     return np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=1)
 
 
-def _to_world(world: np.ndarray, p: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    p = p @ world[:3, :3].T + world[:3, 3]
-    n = n @ _cofactor(world[:3, :3]).T
-    length = np.linalg.norm(n, axis=1, keepdims=True)
-    n = np.where(length > 1e-20, n / np.where(length > 1e-20, length, 1.0), 0.0)
-    return p.astype(np.float32), n.astype(np.float32)
+def _unit(v: np.ndarray) -> np.ndarray:
+    length = np.linalg.norm(v, axis=1, keepdims=True)
+    return np.where(length > 1e-20, v / np.where(length > 1e-20, length, 1.0), 0.0).astype(np.float32)
+
+
+def _to_world(world: np.ndarray, p: np.ndarray, n: np.ndarray, t: np.ndarray):
+    """Positions by the node's world matrix, normals by its cofactor, tangents by its 3x3 (both renormalized)."""
+    m3 = world[:3, :3]
+    return ((p @ m3.T + world[:3, 3]).astype(np.float32), _unit(n @ _cofactor(m3).T),
+            _unit(np.asarray(t, np.float64) @ m3.T))
 
 
 class _GpuBaker:
     """Records many frames per command buffer: per frame the runtime's version-gated morph pass, then the
     skinning kernel per skinned instance (into its own output range) or a copy of the morphed vertices."""
 
-    def __init__(self, model: Model, space: str):
+    def __init__(self, model: Model, space: str, skinning: bool = True):
         self.m, self.space = model, space
+        self.skin = [i.prim.is_skinned and skinning for i in model.instances]
         self.insts = model.instances
         self.slices, start = {}, 0
         for name, inst in zip(model.names, self.insts):
@@ -381,7 +393,7 @@ class _GpuBaker:
         for inst in self.insts:
             out.append(o)
             pal.append(q)
-            if inst.prim.is_skinned:
+            if self.skin[len(out) - 1]:
                 o += _align(48 * inst.prim.vertex_count)
                 q += _align(64 * len(self.m.scene.skins[inst.prim.skin].joints))
             else:
@@ -393,9 +405,10 @@ class _GpuBaker:
         out_offs, pal_offs, frame_out, frame_pal = self._layout()
         B = batch_frames or max(1, min(F, 1024, _BATCH_BYTES // frame_out))
         B = max(1, min(int(B), F))
-        out, pal, sets = m._bake_resources(B, frame_out, frame_pal, out_offs, pal_offs)
+        out, pal, sets = m._bake_resources(B, frame_out, frame_pal, out_offs, pal_offs, self.skin)
         positions = np.empty((F, self.total, 3), np.float32)
         normals = np.empty((F, self.total, 3), np.float32)
+        tangents = np.empty((F, self.total, 3), np.float32)
         bar = _progress(F, progress)
         worlds: list[np.ndarray] = []
         try:
@@ -412,14 +425,14 @@ class _GpuBaker:
                     _outputs_to_host(cb)
 
                 m.ctx.submit_and_wait(record)
-                self._collect(out, n, first, out_offs, frame_out, worlds, positions, normals)
+                self._collect(out, n, first, out_offs, frame_out, worlds, positions, normals, tangents)
                 if bar is not None:
                     bar.update(n)
         finally:
             if bar is not None:
                 bar.close()
         indices = {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(m.names, self.insts)}
-        return Bake(times, positions, normals, self.space, dict(self.slices), indices)
+        return Bake(times, positions, normals, self.space, dict(self.slices), indices, tangents)
 
     def _record_frame(self, cb, f, out, pal, sets, out_offs, pal_offs, frame_out, frame_pal) -> None:
         from .asset.model import attribute_offsets_words
@@ -434,7 +447,7 @@ class _GpuBaker:
         barriers.compute_write_to_transfer_read(cb)
         for k, inst in enumerate(self.insts):
             V = inst.prim.vertex_count
-            if inst.prim.is_skinned:
+            if self.skin[k]:
                 mats = palette_bytes(m._matrices(inst, self.space)).reshape(-1).view(np.uint8)
                 o = f * frame_pal + pal_offs[k]
                 pal.mapped[o:o + mats.nbytes] = mats
@@ -449,22 +462,23 @@ class _GpuBaker:
                 vk.vkCmdCopyBuffer(cb, inst.vertex_buffer.handle, out.handle, 1, [vk.VkBufferCopy(
                     srcOffset=inst.vertex_offset, dstOffset=f * frame_out + out_offs[k], size=inst.vertex_bytes)])
 
-    def _collect(self, out, n, first, out_offs, frame_out, worlds, positions, normals) -> None:
+    def _collect(self, out, n, first, out_offs, frame_out, worlds, positions, normals, tangents) -> None:
         raw = out.mapped
         for f in range(n):
             for k, (name, inst) in enumerate(zip(self.m.names, self.insts)):
                 V, s = inst.prim.vertex_count, self.slices[name]
                 o = f * frame_out + out_offs[k]
-                if inst.prim.is_skinned:
+                if self.skin[k]:
                     vals = raw[o:o + 48 * V].view(np.float32).reshape(V, 3, 4)
-                    p, nrm = vals[:, 0, :3], vals[:, 1, :3]
+                    p, nrm, tan = vals[:, 0, :3], vals[:, 1, :3], vals[:, 2, :3]
                 else:
                     v = raw[o:o + inst.vertex_bytes].view(inst.prim.vertices.dtype)
-                    p, nrm = v["position"], v["normal"]
+                    p, nrm, tan = v["position"], v["normal"], v["tangent"][:, :3]
                     if self.space == "world":
-                        p, nrm = _to_world(worlds[f][inst.node], p, nrm)
+                        p, nrm, tan = _to_world(worlds[f][inst.node], p, nrm, tan)
                 positions[first + f, s] = p
                 normals[first + f, s] = nrm
+                tangents[first + f, s] = tan
 
 
 def _outputs_to_host(cb) -> None:
@@ -488,36 +502,35 @@ def _progress(total: int, enabled: bool | None):
 
 
 # ---------------------------------------------------------------------- numpy reference and throughput
-def bake_numpy(model: Model, clip=None, times=None, weights=None, space: str = "mesh") -> Bake:
+def bake_numpy(model: Model, clip=None, times=None, weights=None, space: str = "mesh",
+               skinning: bool = True) -> Bake:
     """The same bake computed on the CPU with `vkmorph.morph.reference` (morph, then four-bone skinning)."""
     from .morph.reference import morph_reference, skin_reference
 
     c = model._check(clip, 0.0 if times is not None else None, space)
     w = model._check_weights(weights)
     times = np.zeros(1) if times is None else np.asarray(times, np.float64).reshape(-1)
-    baker = _GpuBaker(model, space)
+    baker = _GpuBaker(model, space, skinning)
     positions = np.empty((len(times), baker.total, 3), np.float32)
-    normals = np.empty_like(positions)
+    normals, tangents = np.empty_like(positions), np.empty_like(positions)
     pose = model.runtime.pose
     for f, t in enumerate(times):
         model._reset()
         model._apply(c, t if c is not None else None, w)
         world = model.skeleton.world_matrices()
-        for name, inst in zip(model.names, model.instances):
-            prim, s = inst.prim, baker.slices[name]
+        for k, (name, inst) in enumerate(zip(model.names, model.instances)):
+            prim, s, v = inst.prim, baker.slices[name], inst.prim.vertices
             if prim.morph_targets:
                 p, n, tan = morph_reference(prim, pose.weights(inst.node))
             else:
-                v = prim.vertices
                 p, n, tan = v["position"], v["normal"], v["tangent"]
-            if prim.is_skinned:
-                v = prim.vertices
-                p, n, _ = skin_reference(p, n, tan, v["joints"], v["weights"], model._matrices(inst, space))
+            if baker.skin[k]:
+                p, n, tan = skin_reference(p, n, tan, v["joints"], v["weights"], model._matrices(inst, space))
             elif space == "world":
-                p, n = _to_world(world[inst.node], p, n)
-            positions[f, s], normals[f, s] = p, n
+                p, n, tan = _to_world(world[inst.node], p, n, tan[:, :3])
+            positions[f, s], normals[f, s], tangents[f, s] = p, n, tan[:, :3]
     indices = {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(model.names, model.instances)}
-    return Bake(times, positions, normals, space, dict(baker.slices), indices)
+    return Bake(times, positions, normals, space, dict(baker.slices), indices, tangents)
 
 
 def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str = "world",

@@ -29,14 +29,16 @@ HELP = """vkmorph demo keys
   P                    print the current weights;  H  this help;  ESC  quit"""
 
 
+def headless_requested(args) -> bool:
+    """--headless, or no display to open a window on."""
+    return bool(args.headless or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")))
+
+
 def run_demo(args) -> int:
-    scene = load_scene(args.file)
     if args.frames < 0:
         raise UsageError("--frames must be >= 0")
-    if args.screenshot and not str(args.screenshot).lower().endswith(".png"):
-        raise UsageError("--screenshot must be a .png path")
-    has_display = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    if args.headless or not has_display:
+    scene = load_scene(args.file)
+    if headless_requested(args):
         if not args.headless:
             print("vkmorph demo: no display (DISPLAY / WAYLAND_DISPLAY unset); rendering headless to PNG instead",
                   file=sys.stderr)
