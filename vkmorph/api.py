@@ -615,8 +615,9 @@ def _gltf_document(prims, times: np.ndarray):
         blob.extend(a.tobytes())
         acc = g.Accessor(bufferView=len(views) - 1, componentType=ctype, count=int(a.shape[0]), type=kind)
         if minmax:
-            acc.min = a.min(axis=0).astype(float).tolist() if a.size else [0.0] * a.shape[-1]
-            acc.max = a.max(axis=0).astype(float).tolist() if a.size else [0.0] * a.shape[-1]
+            flat = a.reshape(a.shape[0], -1)
+            acc.min = flat.min(axis=0).astype(float).tolist() if a.size else [0.0] * flat.shape[1]
+            acc.max = flat.max(axis=0).astype(float).tolist() if a.size else [0.0] * flat.shape[1]
         accessors.append(acc)
         return len(accessors) - 1
 
