@@ -64,12 +64,12 @@ def check_output(path: str | os.PathLike, *, flag: str = "--out", suffixes: Iter
     """Validate an output file path before any work; returns it as a Path. Raises UsageError (one line)."""
     p = _utf8(path, flag)
     shown = repr(printable(p))
-    suffixes = tuple(s.lower() for s in suffixes)
-    if suffixes and p.suffix.lower() not in suffixes:
-        raise UsageError(f"{flag} {shown} must end with {' or '.join(suffixes)}")
     target = Path(os.path.realpath(p))
     if target.is_dir():
         raise UsageError(f"{flag} {shown} is a folder; name a file")
+    suffixes = tuple(s.lower() for s in suffixes)
+    if suffixes and p.suffix.lower() not in suffixes and not _is_special(target):
+        raise UsageError(f"{flag} {shown} must end with {' or '.join(suffixes)}")
     if target.exists() and not _is_special(target) and not os.access(target, os.W_OK):
         raise UsageError(f"{flag} {shown} exists and is not writable")
     if not _is_special(target):
