@@ -94,6 +94,9 @@ class DemoWindow:
 
         if not glfw.init():
             raise GpuError("GLFW could not initialise the display (is DISPLAY valid?)")
+        from .display_guard import DisplayGuard
+
+        self.guard = DisplayGuard(glfw)
         try:
             glfw.window_hint(glfw.CLIENT_API, glfw.NO_API)
             glfw.window_hint(glfw.RESIZABLE, glfw.TRUE)
@@ -103,9 +106,14 @@ class DemoWindow:
             try:
                 return self._run_with_window(glfw)
             finally:
-                glfw.destroy_window(self.window)
+                if self.guard.lost is None:
+                    glfw.destroy_window(self.window)
         finally:
-            glfw.terminate()
+            if self.guard.lost is None:  # on a dead connection only the process exit can close it
+                glfw.terminate()
+            else:
+                self.guard.release_stderr()
+                print(f"vkmorph demo: {self.guard.lost}; GPU resources released", file=sys.stderr)
 
     def _run_with_window(self, glfw) -> int:
         from ..gpu.context import Context
@@ -229,9 +237,13 @@ class DemoWindow:
         title_t, title_frames = last_t, 0
         gpu_ms = (0.0, 0.0)
         frames = self.args.frames
-        while not glfw.window_should_close(self.window):
+        while not glfw.window_should_close(self.window) and self.guard.lost is None:
             glfw.poll_events()
-            w, h = glfw.get_framebuffer_size(self.window)
+            if self.guard.lost is None:
+                w, h = glfw.get_framebuffer_size(self.window)
+            if self.guard.lost is not None:
+                self.guard.hold_stderr()
+                break
             if w == 0 or h == 0:  # minimized: nothing to draw into
                 glfw.wait_events()
                 continue
@@ -240,7 +252,19 @@ class DemoWindow:
             last_t = now
             self.renderer.heat_joint = self.heat_joint if self.heat else -1
             shot = bool(self.args.screenshot) and frames and self.frame_index == frames - 1
-            result = self._frame(shot)
+            try:
+                result = self._frame(shot)
+            except GpuError:
+                if self.guard.lost is None:
+                    raise
+                self.guard.hold_stderr()
+                break
+            except Exception as exc:  # the surface died with the window (VK_ERROR_SURFACE_LOST_KHR, ...)
+                if self.guard.lost is None and "Surface" not in type(exc).__name__:
+                    raise
+                self.guard.lost = self.guard.lost or "the window's surface was lost"
+                self.guard.hold_stderr()
+                break
             if result is None:
                 continue
             counters, gpu = result
@@ -259,7 +283,9 @@ class DemoWindow:
                 title_t, title_frames = now, 0
             if frames and self.frame_index >= frames:
                 break
-        if self.args.screenshot and not self.shot_taken:  # closed by the user: capture one more frame
+        if self.guard.lost is not None:
+            self.guard.hold_stderr()
+        if self.args.screenshot and not self.shot_taken and self.guard.lost is None:  # closed by the user
             self._frame(True)
 
     def _frame(self, screenshot: bool):
