@@ -130,22 +130,26 @@ class Model:
 
     def __init__(self, path=None, *, validation: bool | None = None, device: str | None = None,
                  delta_format: str = "full", progress: bool | None = None, echo_messages: bool = False):
+        from .app.progress import stages
         from .asset.importer import load_scene
         from .gpu.context import Context, validation_requested
 
-        self.scene = load_scene(path)
         self.progress = progress
         self.messages: list = []  # validation messages seen (kept after close())
-        self.ctx = Context.create(validation=validation_requested(False) if validation is None else validation,
-                                  device_name=device, echo_messages=echo_messages)
-        self.runtime = self._capture = self._bake_cache = None
-        try:
-            from .render.morph_pass import MorphRuntime
+        self.ctx = self.runtime = self._capture = self._bake_cache = None
+        with stages(["importing", "Vulkan device", "GPU morph data"], progress, "vkmorph.open") as step:
+            self.scene = load_scene(path)
+            step()
+            self.ctx = Context.create(validation=validation_requested(False) if validation is None else validation,
+                                      device_name=device, echo_messages=echo_messages)
+            step()
+            try:
+                from .render.morph_pass import MorphRuntime
 
-            self.runtime = MorphRuntime(self.ctx, self.scene, delta_format=delta_format)
-        except BaseException:
-            self.close()
-            raise
+                self.runtime = MorphRuntime(self.ctx, self.scene, delta_format=delta_format)
+            except BaseException:
+                self.close()
+                raise
         self.instances = list(self.runtime.instances)
         self.names = [self._name(i) for i in self.instances]
         self.skeleton = None
