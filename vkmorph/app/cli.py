@@ -1,9 +1,10 @@
 """The ``vkmorph`` command line (a stable contract, see DESIGN.md).
 
-Every output path is checked before any work (vkmorph.outputs). Errors are one line on stderr and an exit status:
-2 bad input or arguments (``UsageError``, ``AssetError``), 4 a GPU/Vulkan failure (``GpuError``), 3 validation
-messages (``VKMORPH_VALIDATION=1``, each echoed as it comes), 1 an internal error (``VKMORPH_DEBUG=1`` shows the
-traceback), 130/143 interrupted by SIGINT/SIGTERM (temporary files removed). Warnings are one line each.
+Every output path is checked before any work (vkmorph.outputs). Errors are one line on stderr and an exit
+status: 2 any vkmorph error (bad input or arguments, ``AssetError``/``UsageError``; a missing Vulkan loader,
+driver or layer, ``GpuError``), 3 validation messages (``VKMORPH_VALIDATION=1``, each echoed as it comes),
+1 an internal error (``VKMORPH_DEBUG=1`` shows the traceback), 130/143 interrupted by SIGINT/SIGTERM
+(temporary files removed). Warnings are one line each.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ import warnings
 from collections.abc import Sequence
 
 from .. import __version__
-from ..errors import GpuError, UsageError, VkmorphError
+from ..errors import UsageError, VkmorphError
 from ..outputs import check_output, check_output_dir, printable
 
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_VALIDATION = 3
-EXIT_GPU = 4
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
@@ -167,9 +167,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
         return int(args.fn(args) or 0)
-    except GpuError as exc:
-        print(f"vkmorph {args.command}: {printable(exc)}", file=sys.stderr)
-        return EXIT_GPU
     except VkmorphError as exc:
         print(f"vkmorph {args.command}: {printable(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
