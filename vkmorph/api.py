@@ -227,9 +227,11 @@ class Model:
             self.skeleton = Skeleton(self.scene)
             self._rest = (self.skeleton.translation.copy(), self.skeleton.rotation.copy(),
                           self.skeleton.scale.copy())
-        for path, rest in zip(("translation", "rotation", "scale"), self._rest):
-            for node in range(len(self.scene.nodes)):
-                self.skeleton.set_trs(node, path, rest[node])
+        sk = self.skeleton
+        if not (np.array_equal(sk.translation, self._rest[0]) and np.array_equal(sk.rotation, self._rest[1])
+                and np.array_equal(sk.scale, self._rest[2])):
+            sk.translation[:], sk.rotation[:], sk.scale[:] = self._rest
+            sk.version += 1
 
     def _apply(self, clip, t, weights) -> None:
         """Rest pose + default weights, then the clip at ``t`` (clamped), then the weight overrides."""
@@ -360,21 +362,23 @@ def _align(n: int) -> int:
 
 
 def _cofactor(m3: np.ndarray) -> np.ndarray:
-    """Cofactor matrix of a 3x3 (= det * inverse-transpose), defined for singular matrices too."""
-    c0, c1, c2 = m3[:, 0], m3[:, 1], m3[:, 2]
-    return np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=1)
+    """Cofactor matrices of (..., 3, 3) (= det * inverse-transpose), defined for singular matrices too."""
+    c0, c1, c2 = m3[..., :, 0], m3[..., :, 1], m3[..., :, 2]
+    return np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=-1)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
-    length = np.linalg.norm(v, axis=1, keepdims=True)
+    length = np.linalg.norm(v, axis=-1, keepdims=True)
     return np.where(length > 1e-20, v / np.where(length > 1e-20, length, 1.0), 0.0).astype(np.float32)
 
 
 def _to_world(world: np.ndarray, p: np.ndarray, n: np.ndarray, t: np.ndarray):
-    """Positions by the node's world matrix, normals by its cofactor, tangents by its 3x3 (both renormalized)."""
-    m3 = world[:3, :3]
-    return ((p @ m3.T + world[:3, 3]).astype(np.float32), _unit(n @ _cofactor(m3).T),
-            _unit(np.asarray(t, np.float64) @ m3.T))
+    """Positions by the node's world matrix, normals by its cofactor, tangents by its 3x3 (both renormalized).
+    ``world`` is (4, 4) or (F, 4, 4) with (F, V, 3) arrays."""
+    m3 = world[..., :3, :3]
+    tr = world[..., None, :3, 3]
+    return ((p @ np.swapaxes(m3, -1, -2) + tr).astype(np.float32), _unit(n @ np.swapaxes(_cofactor(m3), -1, -2)),
+            _unit(np.asarray(t, np.float64) @ np.swapaxes(m3, -1, -2)))
 
 
 class _GpuBaker:
@@ -467,22 +471,22 @@ class _GpuBaker:
                     srcOffset=inst.vertex_offset, dstOffset=f * frame_out + out_offs[k], size=inst.vertex_bytes)])
 
     def _collect(self, out, n, first, out_offs, frame_out, worlds, positions, normals, tangents) -> None:
-        raw = out.mapped
-        for f in range(n):
-            for k, (name, inst) in enumerate(zip(self.m.names, self.insts)):
-                V, s = inst.prim.vertex_count, self.slices[name]
-                o = f * frame_out + out_offs[k]
-                if self.skin[k]:
-                    vals = raw[o:o + 48 * V].view(np.float32).reshape(V, 3, 4)
-                    p, nrm, tan = vals[:, 0, :3], vals[:, 1, :3], vals[:, 2, :3]
-                else:
-                    v = raw[o:o + inst.vertex_bytes].view(inst.prim.vertices.dtype)
-                    p, nrm, tan = v["position"], v["normal"], v["tangent"][:, :3]
-                    if self.space == "world":
-                        p, nrm, tan = _to_world(worlds[f][inst.node], p, nrm, tan)
-                positions[first + f, s] = p
-                normals[first + f, s] = nrm
-                tangents[first + f, s] = tan
+        """Per instance, all n frames of the batch at once (strided views into the host-visible output)."""
+        frames = out.mapped[:n * frame_out].reshape(n, frame_out)
+        w = np.stack(worlds) if self.space == "world" else None
+        for k, (name, inst) in enumerate(zip(self.m.names, self.insts)):
+            V, s, o = inst.prim.vertex_count, self.slices[name], out_offs[k]
+            if self.skin[k]:
+                vals = np.ascontiguousarray(frames[:, o:o + 48 * V]).view(np.float32).reshape(n, V, 3, 4)
+                p, nrm, tan = vals[..., 0, :3], vals[..., 1, :3], vals[..., 2, :3]
+            else:
+                v = np.ascontiguousarray(frames[:, o:o + inst.vertex_bytes]).view(inst.prim.vertices.dtype)
+                p, nrm, tan = v["position"], v["normal"], v["tangent"][..., :3]
+                if w is not None:
+                    p, nrm, tan = _to_world(w[:, inst.node], p, nrm, tan)
+            positions[first:first + n, s] = p
+            normals[first:first + n, s] = nrm
+            tangents[first:first + n, s] = tan
 
 
 def _outputs_to_host(cb) -> None:

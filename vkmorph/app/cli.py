@@ -137,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-frames", action="store_true", help="print each frame's morph dispatch counters")
     p.set_defaults(fn=cmd_demo)
 
-    p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy")
+    p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy",
+                       description="Benchmark the morph pass. A full run takes about 15 minutes on lavapipe (2 "
+                                   "cores) and a few minutes on a discrete GPU; --quick about a minute.")
     p.add_argument("--quick", action="store_true", help="small sizes only (a minute on lavapipe)")
     p.add_argument("--json", help="write results as JSON")
     p.add_argument("--markdown", help="write a markdown table")
