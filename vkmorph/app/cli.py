@@ -138,8 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy",
-                       description="Benchmark the morph pass. A full run takes about 15 minutes on lavapipe (2 "
-                                   "cores) and a few minutes on a discrete GPU; --quick about a minute.")
+                       description="Benchmark the morph pass. A full run took 14 minutes on lavapipe (2 cores), "
+                                   "its 2M-vertex rows 2-4 minutes each; --quick about a minute.")
     p.add_argument("--quick", action="store_true", help="small sizes only (a minute on lavapipe)")
     p.add_argument("--json", help="write results as JSON")
     p.add_argument("--markdown", help="write a markdown table")
