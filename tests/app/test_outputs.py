@@ -171,3 +171,27 @@ def test_sigterm_during_render_leaves_no_temporary(tmp_path):
         pytest.skip("render finished before the signal")
     assert proc.returncode == 143 and err.strip().splitlines() == ["vkmorph render: terminated"], err
     assert os.listdir(tmp_path) == []
+
+
+def test_warnings_are_one_line_and_held_back_on_error(capsys, monkeypatch):
+    """A RuntimeWarning before an error does not make stderr two lines; on success it is one line."""
+    import warnings
+
+    from vkmorph.app import cli
+
+    def fails(args):
+        warnings.warn("overflow encountered in cast", RuntimeWarning, stacklevel=1)
+        raise UsageError("bad input")
+
+    def works(args):
+        warnings.warn("overflow encountered in cast", RuntimeWarning, stacklevel=1)
+        warnings.warn("overflow encountered in cast", RuntimeWarning, stacklevel=1)
+        return 0
+
+    for fn, status, lines in ((fails, 2, ["vkmorph info: bad input"]),
+                              (works, 0, ["vkmorph: warning: overflow encountered in cast"])):
+        monkeypatch.setattr(cli, "cmd_info", fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            assert cli.main(["info", "x.glb"]) == status
+        assert capsys.readouterr().err.strip().splitlines() == lines

@@ -156,19 +156,38 @@ def _on_sigterm(signum, frame):
     raise _Terminated()
 
 
-def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"vkmorph: warning: {printable(message)}", file=sys.stderr)
+class _Warnings:
+    """Warnings during a command, one line each. numpy's RuntimeWarnings (overflow, invalid value on bad data) are
+    held: printed (once each) when the command succeeds, dropped when it fails, so an error stays ONE line."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+
+    def show(self, message, category, filename, lineno, file=None, line=None) -> None:
+        text = f"vkmorph: warning: {printable(message)}"
+        if issubclass(category, RuntimeWarning):
+            if text not in self.held:
+                self.held.append(text)
+        else:
+            print(text, file=sys.stderr)
+
+    def flush(self) -> None:
+        for text in self.held:
+            print(text, file=sys.stderr)
+        self.held.clear()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # A dependency's SyntaxWarning (pyassimp on Python 3.12+, first import) must not reach stderr; every other
-    # warning is one line. numpy's floating-point RuntimeWarnings on bad data are the importer's to report.
+    # A dependency's SyntaxWarning (pyassimp on Python 3.12+, first import) must not reach stderr.
     warnings.filterwarnings("ignore", category=SyntaxWarning)
-    warnings.showwarning = _one_line_warning
+    held = _Warnings()
+    warnings.showwarning = held.show
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
-        return int(args.fn(args) or 0)
+        status = int(args.fn(args) or 0)
+        held.flush()
+        return status
     except VkmorphError as exc:
         print(f"vkmorph {args.command}: {printable(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
