@@ -157,11 +157,10 @@ def run(seed: int, count: int, work: Path, assets: Path, budget_s: float) -> dic
     examples: dict[str, str] = {}
     failures: list[str] = []
     start = time.monotonic()
-    ran = 0   # mutants actually loaded (the budget may stop the loop before ``count``)
+    done = 0
     for n in range(count):
         if time.monotonic() - start > budget_s:
             break
-        ran += 1
         src = rng.choice(srcs)
         path, what = make_mutant(src, out, rng)
         (work / "current.json").write_text(json.dumps({"n": n, "source": src.name, "mutations": what}))
@@ -180,7 +179,8 @@ def run(seed: int, count: int, work: Path, assets: Path, budget_s: float) -> dic
             kind = "other exception"
             failures.append(f"{src.name} {what}: {type(exc).__name__}: {exc}"[:400])
         outcomes[kind] += 1
-    return {"seed": seed, "mutants": ran, "seconds": round(time.monotonic() - start, 1),
+        done += 1
+    return {"seed": seed, "mutants": done, "seconds": round(time.monotonic() - start, 1),
             "outcomes": dict(outcomes), "failures": failures, "examples": examples}
 
 
