@@ -23,7 +23,7 @@ def test_mutants_load_or_raise_asset_error(tmp_path):
     last = current.read_text() if current.exists() else "none"
     assert r.returncode == 0, f"fuzz process died (status {r.returncode}) on mutant {last}\n{r.stderr[-2000:]}"
     result = json.loads(r.stdout)
-    print(json.dumps({k: result[k] for k in ("seed", "mutants", "seconds", "outcomes")}))
+    print(json.dumps({k: result[k] for k in ("seed", "mutants", "seconds", "outcomes", "refused_by")}))
     assert not result["failures"], "\n".join(result["failures"][:20])
     assert result["mutants"] >= 300, result  # the budget must still leave a meaningful run
     out = result["outcomes"]
