@@ -437,8 +437,8 @@ def test_non_utf8_file_name_and_wrong_path_type(tmp_path):
 
 def test_crash_report_is_one_line_even_with_faulthandler(tmp_path):
     path = _variant(tmp_path, ERRORS["0 keyframes (Assimp: SIGFPE)"][0])
-    code = (f"from vkmorph import load_scene, AssetError\ntry:\n    load_scene({str(path)!r}, validate=False)\n"
-            "except AssetError as e:\n    print(e)\n")
+    code = ("from vkmorph import load_scene, AssetError\ntry:\n"
+            f"    load_scene({str(path)!r}, validate=False, isolate=True)\nexcept AssetError as e:\n    print(e)\n")
     r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
     assert (r.returncode, r.stdout, r.stderr) == (0, f"the importer crashed on {path} (signal SIGFPE)\n", "")
