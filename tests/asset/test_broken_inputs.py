@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.asset.gltf_build import QUAD, skinned_morph_model, write_gltf
-from tests.conftest import ROOT, asset
+from tests.helpers import ROOT, asset
 from vkmorph import AssetError, UsageError, load_scene
 from vkmorph.asset.model import SKINNED_VERTEX, STATIC_VERTEX, MeshPrimitiveAsset, MorphTargetAsset
 from vkmorph.asset.validate import validate_primitive

@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import ASSETS, ROOT
+from tests.helpers import ASSETS, ROOT
 
 SEED, COUNT, BUDGET_S = 20261130, 2000, 20.0
 

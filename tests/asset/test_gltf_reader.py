@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from tests.asset.gltf_build import Builder, skinned_morph_model, write_gltf
-from tests.asset.test_import_assets import GLTF_ASSETS
-from tests.conftest import asset
 from tests.gltf_ref import Gltf
+from tests.helpers import GLTF_ASSETS, asset
 from vkmorph import AssetError
 from vkmorph.asset.gltf import GltfDocument
 

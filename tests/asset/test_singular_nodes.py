@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.asset.gltf_build import skinned_morph_model, write_gltf
-from tests.conftest import vulkan_unavailable_reason
+from tests.helpers import vulkan_unavailable_reason
 from vkmorph import load_scene
 from vkmorph.anim.player import AnimationPlayer
 from vkmorph.anim.skeleton import Skeleton, affine_inverse

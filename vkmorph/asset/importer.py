@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import AssetError, UsageError
-from .geometry import vertex_normals, vertex_tangents
+from .geometry import area_weighted_normals, derived_normal_deltas, vertex_tangents
 from .gltf import GltfDocument
 from .gltf_validate import validate_gltf
 from .isolate import can_isolate, run_isolated
@@ -37,9 +37,10 @@ from .validate import validate_scene
 
 _CALC_TANGENT_SPACE = 0x1   # only where the file has none (needs UVs; we fill in the rest)
 _TRIANGULATE = 0x8
-_GEN_NORMALS = 0x20         # only where the file has none
 _VALIDATE_DATA_STRUCTURE = 0x400
-IMPORT_FLAGS = _CALC_TANGENT_SPACE | _TRIANGULATE | _GEN_NORMALS | _VALIDATE_DATA_STRUCTURE
+# No aiProcess_GenNormals: it gives per-face normals where the last face wins on a shared vertex; missing
+# normals come from asset.geometry's area-weighted vertex normals instead.
+IMPORT_FLAGS = _CALC_TANGENT_SPACE | _TRIANGULATE | _VALIDATE_DATA_STRUCTURE
 _SCENE_FLAGS_INCOMPLETE = 0x1
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 ISOLATE_ENV = "VKMORPH_ISOLATE"
@@ -181,7 +182,7 @@ def _convert(raw, file: str) -> SceneAsset:
         local: dict[bytes, int] = {}
         for i in key:
             if i in pending_skins:
-                joints, ibm = pending_skins[i]
+                joints, ibm = _rigid_joint(prims[i], *pending_skins[i], node_meshes, key)
                 k = joints.tobytes() + np.round(ibm, 6).tobytes()
                 if k not in local:
                     local[k] = len(skins)
@@ -303,7 +304,8 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
         bad = int(np.flatnonzero(indices >= V)[0])
         raise AssetError(f"index out of range (vertex count {V})", index=bad, **where)
     file_normals = A.vec3_array(mesh.mNormals, V)
-    normals = file_normals if file_normals is not None else vertex_normals(pos, indices)
+    computed_normals = area_weighted_normals(pos, indices)   # also the base of derived target normal deltas
+    normals = file_normals if file_normals is not None else computed_normals.astype(np.float32)
     uv3 = A.vec3_array(mesh.mTextureCoords[0], V)
     uv = uv3[:, :2] if uv3 is not None else None
     file_tangents = A.vec3_array(mesh.mTangents, V)
@@ -342,18 +344,34 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
             raise AssetError("target has no positions", target=tname or k, **where)
         an = A.vec3_array(am.mNormals, V)
         at = A.vec3_array(am.mTangents, V)
+        dpos = (apos - pos).astype(np.float32)
+        derive = an is None or file_normals is None
         targets.append(MorphTargetAsset(
             name=tname or f"target_{k}",
-            position_deltas=(apos - pos).astype(np.float32),
-            normal_deltas=(an - normals).astype(np.float32) if an is not None and file_normals is not None
-            else None,
+            position_deltas=dpos,
+            normal_deltas=derived_normal_deltas(pos, indices, dpos, computed_normals) if derive
+            else (an - normals).astype(np.float32),
             tangent_deltas=(at - file_tangents).astype(np.float32) if at is not None and file_tangents is not None
             else None,
-            generated_name=not tname))
+            generated_name=not tname, normals_derived=derive))
         weights.append(am.mWeight)
     prim.morph_targets = targets
     prim.default_weights = np.array(weights, np.float32) if targets else None
     return prim
+
+
+def _rigid_joint(prim, joints, ibm, node_meshes, key):
+    """Vertices of a skinned primitive with no influence at all move rigidly with their mesh node: they get one
+    extra joint, the (first) node instancing the mesh with an identity inverse bind, so their skin matrix
+    inverse(mesh world) x mesh world x I is the identity."""
+    rigid = prim.vertices["weights"].sum(axis=1) == 0
+    prim.unweighted_vertices = int(rigid.sum())
+    if not prim.unweighted_vertices:
+        return joints, ibm
+    node = next((n for n, idxs in enumerate(node_meshes) if idxs == key), 0)
+    prim.vertices["joints"][rigid] = (len(joints), 0, 0, 0)
+    prim.vertices["weights"][rigid] = (1.0, 0.0, 0.0, 0.0)
+    return np.append(joints, node), np.concatenate([ibm, np.eye(4)[None]])
 
 
 def _skin(bones, verts, name_to_node, where) -> tuple[np.ndarray, np.ndarray, int]:

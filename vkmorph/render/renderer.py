@@ -14,20 +14,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..anim.skeleton import Skeleton
-from ..asset.model import SKINNED_VERTEX, STATIC_VERTEX, MeshPrimitiveAsset, SceneAsset
+from ..asset.model import STATIC_VERTEX, MeshPrimitiveAsset, SceneAsset
 from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
 from ..gpu.image import DEPTH_FORMAT, Image, Sampler
+from ..gpu.interface import FRAME_UBO, ITEM_PUSH, SCENE, SKINNED_INPUT, STATIC_INPUT
+from ..gpu.pipeline import descriptor_type, push_constant_stages, set_layout_bindings
 from ..gpu.vk import vk
 from ..morph.reference import skin_reference
 from .camera import OrbitCamera, light_view_proj
 from .morph_pass import FrameCounters, MorphRuntime, PrimitiveInstance, vertex_input_of
 from .skin_capture import palette_bytes
 
-FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
-                      ("camera_pos", "<f4", 4), ("ambient", "<f4", 4)])
-ITEM_PUSH = np.dtype([("model", "<f4", 16), ("base_color", "<f4", 4), ("pass", "<i4"), ("heat_joint", "<i4")])
 GROUND_COLOR = (0.36, 0.36, 0.34, 1.0)
 SKY_COLOR = (0.62, 0.72, 0.85, 1.0)
 
@@ -124,15 +123,12 @@ class SceneRenderer:
         self.forward_pass = G.forward_render_pass(ctx, g, self.color_format, DEPTH_FORMAT, color_final_layout)
         self.shadow_fb = G.framebuffer(ctx, g, self.shadow_pass, [self.shadow_map.view], self.shadow_size,
                                        self.shadow_size)
-        vf = vk.VK_SHADER_STAGE_VERTEX_BIT | vk.VK_SHADER_STAGE_FRAGMENT_BIT
-        self.frame_layout = G.set_layout(ctx, g, [
-            (0, vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, vk.VK_SHADER_STAGE_FRAGMENT_BIT),
-            (1, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, vf)])
-        self.item_layout = G.set_layout(ctx, g, [(0, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                  vk.VK_SHADER_STAGE_VERTEX_BIT)])
-        self.layout = G.pipeline_layout(ctx, g, [self.frame_layout, self.item_layout], ITEM_PUSH.itemsize, vf)
-        static_in = vertex_input_of(STATIC_VERTEX)
-        skinned_in = vertex_input_of(SKINNED_VERTEX)
+        self.frame_layout = G.set_layout(ctx, g, set_layout_bindings(SCENE, 0))
+        self.item_layout = G.set_layout(ctx, g, set_layout_bindings(SCENE, 1))
+        self.layout = G.pipeline_layout(ctx, g, [self.frame_layout, self.item_layout], SCENE.push.size,
+                                        push_constant_stages(SCENE))
+        static_in = vertex_input_of(STATIC_INPUT.vertex)
+        skinned_in = vertex_input_of(SKINNED_INPUT.vertex)
 
         def spec(vs, fs, vin, bias):
             return G.PipelineSpec(vs, fs, vin.stride, [(loc, fmt, off) for loc, _, fmt, off in vin.attributes],
@@ -164,15 +160,16 @@ class SceneRenderer:
         for _ in range(self.slots):
             ubo = self._buffer(M.host_buffer(ctx, FRAME_UBO.itemsize, M.UNIFORM, name="frame constants"))
             s = G.allocate_set(ctx, self.pool, self.frame_layout)
-            G.write_image(ctx, s, 0, self.shadow_map.view, self.shadow_sampler.handle,
+            G.write_image(ctx, s, SCENE["shadow_map"].binding, self.shadow_map.view, self.shadow_sampler.handle,
                           vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
-            G.write_buffer(ctx, s, 1, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, ubo.handle)
+            G.write_buffer(ctx, s, SCENE["frame"].binding, descriptor_type(SCENE["frame"]), ubo.handle)
             self.frame_ubos.append(ubo)
             self.frame_sets.append(s)
         # static items bind a one-matrix identity palette so every item uses the same pipeline layout
         ident = self._buffer(M.device_buffer(ctx, palette_bytes(np.eye(4)[None]), M.STORAGE, name="identity palette"))
         ident_set = G.allocate_set(ctx, self.pool, self.item_layout)
-        G.write_buffer(ctx, ident_set, 0, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, ident.handle)
+        palette = SCENE["palette"]
+        G.write_buffer(ctx, ident_set, palette.binding, descriptor_type(palette), ident.handle)
         self._palettes: dict[tuple[int, int], M.Buffer] = {}
         for it in self.items:
             for p in range(2):
@@ -188,7 +185,7 @@ class SceneRenderer:
                 for slot in range(self.slots):
                     buf = self._buffer(M.host_buffer(ctx, 64 * joints, M.STORAGE, name="skinning palette"))
                     s = G.allocate_set(ctx, self.pool, self.item_layout)
-                    G.write_buffer(ctx, s, 0, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, buf.handle)
+                    G.write_buffer(ctx, s, palette.binding, descriptor_type(palette), buf.handle)
                     it.palette_sets.append(s)
                     self._palettes[(id(it), slot)] = buf
             else:
@@ -241,7 +238,7 @@ class SceneRenderer:
         d = self.light_dir / np.linalg.norm(self.light_dir)
         f["light_dir"] = (*d, self.light_intensity)
         f["camera_pos"] = (*self.camera.eye, 1.0)
-        f["ambient"] = (0.35, 0.38, 0.45, 0.0015)
+        f["ambient"] = (0.35, 0.38, 0.45, 0.0)   # the shadow bias is SHADOW_BIAS in gpu/interface.py
         self.frame_ubos[slot].mapped[:] = f.view(np.uint8)
         if self._slot_versions[slot] == self.skeleton.version and self._heat_applied == self.heat_joint:
             return
@@ -288,7 +285,7 @@ class SceneRenderer:
 
     def _draw_items(self, cb, slot: int, pass_name: str, p: int) -> None:
         bound = None
-        stages = vk.VK_SHADER_STAGE_VERTEX_BIT | vk.VK_SHADER_STAGE_FRAGMENT_BIT
+        stages = push_constant_stages(SCENE)
         for it in self.items:
             if pass_name == "shadow" and it.node is None:
                 continue  # the ground receives shadows but casts none
