@@ -16,6 +16,8 @@ import numpy as np
 from ..errors import AssetError
 from . import assimp_structs as A
 from .geometry import area_weighted_normals, derived_normal_deltas, vertex_tangents
+from .gltf import GltfDocument
+from .gltf_animation import gltf_animations
 from .model import (
     SKINNED_VERTEX,
     STATIC_VERTEX,
@@ -81,15 +83,18 @@ def load_scene(path: str | Path | None = None) -> SceneAsset:
         raw = ptr.contents
         if raw.mFlags & _SCENE_FLAGS_INCOMPLETE or not raw.mRootNode:
             raise AssetError("incomplete scene (no meshes or truncated file)", file=file)
-        scene = _convert(raw, file)
+        gltf = path.suffix.lower() in (".gltf", ".glb")
+        scene = _convert(raw, file, animations=not gltf)
     finally:
         lib.release(ptr)
+    if gltf:  # the file's own samplers: interpolation and CUBICSPLINE tangents, which Assimp drops
+        scene.animations = gltf_animations(GltfDocument(path), scene)
     validate_scene(scene)
     return scene
 
 
 # ---------------------------------------------------------------------------------------------- conversion
-def _convert(raw, file: str) -> SceneAsset:
+def _convert(raw, file: str, animations: bool = True) -> SceneAsset:
     nodes, node_meshes, roots = _nodes(raw.mRootNode)
     name_to_node: dict[str, int] = {}
     for i, n in enumerate(nodes):
@@ -140,9 +145,9 @@ def _convert(raw, file: str) -> SceneAsset:
             if first is not None and first.default_weights is not None:
                 node.default_weights = first.default_weights.copy()
 
-    animations = [_animation(raw.mAnimations[a].contents, a, name_to_node, nodes, meshes, file)
-                  for a in range(raw.mNumAnimations)]
-    return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=animations, roots=roots, source=file)
+    clips = [_animation(raw.mAnimations[a].contents, a, name_to_node, nodes, meshes, file)
+             for a in range(raw.mNumAnimations)] if animations else []
+    return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=clips, roots=roots, source=file)
 
 
 _PTI_FLOAT = 1
