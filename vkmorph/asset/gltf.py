@@ -235,10 +235,10 @@ class GltfDocument:
     def element_layout(self, acc: dict, where: str) -> tuple[np.dtype, tuple[int, ...], int, int]:
         """(component dtype, element shape, column stride, element size in bytes) of an accessor."""
         ct = acc.get("componentType")
-        if ct not in COMPONENT_DTYPES or isinstance(ct, bool):
+        if not is_int(ct) or ct not in COMPONENT_DTYPES:
             raise self.error(f"{where}.componentType", f"unknown component type {ct!r}")
         tp = acc.get("type")
-        if tp not in TYPE_SHAPES or not isinstance(tp, str):
+        if not isinstance(tp, str) or tp not in TYPE_SHAPES:
             raise self.error(f"{where}.type", f"unknown type {tp!r}")
         dt, shape = COMPONENT_DTYPES[ct], TYPE_SHAPES[tp]
         if len(shape) == 2:  # matrix columns start on 4-byte boundaries
@@ -264,10 +264,6 @@ class GltfDocument:
             if stride % 4:
                 raise self.error(f"{vw}.byteStride", f"{stride} is not a multiple of 4")
         return buf[off:off + n], stride
-
-    def accessor_count(self, i, where: str = "") -> int:
-        acc = self.item("accessors", i, where)
-        return self.integer(acc, "count", f"accessors[{i}]", minimum=0)
 
     def accessor(self, i, where: str = "") -> np.ndarray:
         """Decode accessor ``i``: shape (count,) + element shape (MATn: (count, n, n) with M[:, c] = column c,
@@ -312,7 +308,7 @@ class GltfDocument:
         if not isinstance(ind, dict) or not isinstance(val, dict):
             raise self.error(sw, "needs indices and values objects")
         ict = ind.get("componentType")
-        if ict not in (5121, 5123, 5125) or isinstance(ict, bool):
+        if not is_int(ict) or ict not in (5121, 5123, 5125):
             raise self.error(f"{sw}.indices.componentType", f"{ict!r} is not an unsigned integer type")
         idt = COMPONENT_DTYPES[ict]
         idx = self._packed(ind, n, idt.itemsize, f"{sw}.indices").view(idt).reshape(n).astype(np.int64)
@@ -347,6 +343,11 @@ class GltfDocument:
         t = prims[0].get("targets", [])
         return len(t) if isinstance(t, list) else 0
 
+    def assimp_node_name(self, n_i) -> str:
+        """The name Assimp 5.2.5 gives node ``n_i``: its own name, or ``nodes[i]`` when it has none."""
+        name = self.node(n_i).get("name")
+        return name if isinstance(name, str) and name else f"nodes[{n_i}]"
+
     def node_target_count(self, n_i) -> int:
         m = self.node(n_i).get("mesh")
         return self.mesh_target_count(m) if m is not None else 0
@@ -368,6 +369,13 @@ class GltfDocument:
             out.append(Channel(sampler=s, node=node, path=path))
         return out
 
+    def interpolation(self, sampler: dict, where: str) -> str:
+        interp = sampler.get("interpolation", "LINEAR")
+        if interp not in INTERPOLATIONS:
+            raise self.error(f"{where}.interpolation", f"unknown interpolation {interp!r} "
+                                                       f"(glTF has {', '.join(INTERPOLATIONS)})")
+        return interp
+
     def sampler(self, a_i, s_i, width: int | None = None) -> Sampler:
         """Sampler ``s_i`` of animation ``a_i``. ``width`` reshapes scalar outputs (a weights channel: the
         target count); else the accessor's own element width is kept."""
@@ -379,10 +387,7 @@ class GltfDocument:
         s = samplers[s_i]
         if not isinstance(s, dict):
             raise self.error(sw, "must be an object")
-        interp = s.get("interpolation", "LINEAR")
-        if interp not in INTERPOLATIONS:
-            raise self.error(f"{sw}.interpolation", f"unknown interpolation {interp!r} "
-                                                    f"(glTF has {', '.join(INTERPOLATIONS)})")
+        interp = self.interpolation(s, sw)
         times = self.accessor(s.get("input"), f"{sw}.input")
         if times.ndim != 1 or times.dtype.kind != "f":
             raise self.error(f"{sw}.input", "must be a SCALAR float accessor")
