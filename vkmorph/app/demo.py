@@ -265,6 +265,9 @@ class DemoWindow:
                 self.guard.lost = self.guard.lost or "the window's surface was lost"
                 self.guard.hold_stderr()
                 break
+            if self.guard.lost is not None:  # lost during the frame: no further GLFW/Xlib call
+                self.guard.hold_stderr()
+                break
             if result is None:
                 continue
             counters, gpu = result
