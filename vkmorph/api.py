@@ -126,10 +126,13 @@ class Model:
 
     ``validation``: run under the Khronos validation layer (default: ``VKMORPH_VALIDATION``);
     ``device``: a substring of the Vulkan device name (default: ``VKMORPH_DEVICE``, else the first GPU);
-    ``delta_format``: ``"full"`` or ``"compact"`` (see `vkmorph.render.morph_pass.MorphRuntime`)."""
+    ``delta_format``: ``"full"`` or ``"compact"`` (see `vkmorph.render.morph_pass.MorphRuntime`);
+    ``weight_range``: the allowed weights (default: the file's, at least [0, 1]); ``extra_weights``: values the
+    file's range is widened to include (the CLI passes the weights it was given, so any finite weight works)."""
 
     def __init__(self, path=None, *, validation: bool | None = None, device: str | None = None,
-                 delta_format: str = "full", progress: bool | None = None, echo_messages: bool = False):
+                 delta_format: str = "full", progress: bool | None = None, echo_messages: bool = False,
+                 weight_range: tuple[float, float] | None = None, extra_weights=()):
         from .app.progress import stages
         from .asset.importer import load_scene
         from .gpu.context import Context, validation_requested
@@ -146,7 +149,12 @@ class Model:
             try:
                 from .render.morph_pass import MorphRuntime
 
-                self.runtime = MorphRuntime(self.ctx, self.scene, delta_format=delta_format)
+                if weight_range is None and len(extra_weights):
+                    from .morph.state import file_weight_range
+
+                    weight_range = file_weight_range(self.scene, extra_weights)
+                self.runtime = MorphRuntime(self.ctx, self.scene, weight_range=weight_range,
+                                            delta_format=delta_format)
             except BaseException:
                 self.close()
                 raise
@@ -315,10 +323,10 @@ class Model:
                     for k in skinned:
                         inst = self.instances[k]
                         J = len(self.scene.skins[inst.prim.skin].joints)
-                        sets[(f, k)] = capture.pipeline.make_set([
-                            (inst.vertex_buffer, inst.vertex_offset, inst.vertex_bytes),
-                            (pal, f * frame_pal + pal_offs[k], 64 * J),
-                            (out, f * frame_out + out_offs[k], 48 * inst.prim.vertex_count)])
+                        sets[(f, k)] = capture.pipeline.make_set({
+                            "vertices": (inst.vertex_buffer, inst.vertex_offset, inst.vertex_bytes),
+                            "palette": (pal, f * frame_pal + pal_offs[k], 64 * J),
+                            "output": (out, f * frame_out + out_offs[k], 48 * inst.prim.vertex_count)})
         except BaseException:
             for obj in (capture, pal, out):
                 if obj is not None:

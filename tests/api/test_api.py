@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import vkmorph
-from tests.conftest import asset, vulkan_unavailable_reason
+from tests.helpers import asset, vulkan_unavailable_reason
 from vkmorph.anim.player import AnimationPlayer
 from vkmorph.anim.skeleton import Skeleton
 from vkmorph.api import bake_numpy, measure_bake_throughput

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.app.test_cli import assert_one_line_error, vkmorph
-from tests.conftest import ROOT, asset, vulkan_unavailable_reason
+from tests.helpers import ROOT, asset, vulkan_unavailable_reason
 from vkmorph.errors import UsageError
 from vkmorph.outputs import atomic_write, check_output, check_output_dir, printable
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, vulkan_unavailable_reason
+from tests.helpers import ROOT, vulkan_unavailable_reason
 
 pytestmark = pytest.mark.gpu
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, asset, vulkan_unavailable_reason
+from tests.helpers import ROOT, asset, vulkan_unavailable_reason
 
 
 def _run(cmd, **kw):

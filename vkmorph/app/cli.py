@@ -1,4 +1,4 @@
-"""The ``vkmorph`` command line (a stable contract, see DESIGN.md).
+"""The ``vkmorph`` command line (a stable contract, see docs/architecture.md).
 
 Every output path is checked before any work (vkmorph.outputs). Errors are one line on stderr and an exit
 status: 2 any vkmorph error (bad input or arguments, ``AssetError``/``UsageError``; a missing Vulkan loader,
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="what the importer found in FILE, after validation")
     p.add_argument("file")
-    p.add_argument("--json", action="store_true", help="machine-readable output (see DESIGN.md)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (see docs/architecture.md)")
     p.set_defaults(fn=cmd_info)
 
     p = sub.add_parser("morph", help="pose FILE on the GPU (morph, optionally skinning) and write vertices to .npz")

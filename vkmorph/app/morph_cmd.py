@@ -1,5 +1,5 @@
 """``vkmorph morph FILE [--weights W,..] [--weight NAME=W]... [--clip NAME [--time T]] [--skinned] [--world]
-[--names] --out OUT.npz`` (DESIGN.md contract), on top of the Python API (`vkmorph.api.Model.pose`).
+[--names] --out OUT.npz`` (contract: docs/architecture.md), on top of the Python API (`vkmorph.api.Model.pose`).
 
 For primitive i in import order, as instanced by the first node (file order) that uses its mesh, it writes
 ``p{i}/position``, ``p{i}/normal``, ``p{i}/tangent`` (float32, V x 3) and ``p{i}/indices`` (uint32); with
@@ -67,7 +67,8 @@ def run_morph(args) -> int:
 
     from ..api import Model
 
-    model = Model(args.file, echo_messages=True)
+    given = list(named.values()) if named else ([] if listed is None else list(listed))
+    model = Model(args.file, echo_messages=True, extra_weights=given)
     try:
         scene = model.scene
         clip = scene.clip(args.clip).name if args.clip is not None else None
