@@ -29,6 +29,7 @@ class Frame:
     cb: object
     image: int
     framebuffer: object
+    overlay_framebuffer: object  # for the overlay pass given to attach(), else None
     width: int
     height: int
     gpu_ms: list[float] | None   # the previous use of this slot: [stamp1 - stamp0, stamp2 - stamp0, ...]
@@ -42,7 +43,7 @@ class WindowPresenter:
         self.fns = SurfaceFunctions(ctx)
         self.surface = create_surface(ctx, window)
         self.format, _ = choose_format(self.fns.formats(ctx.physical_device, self.surface))
-        self.swapchain = self.render_pass = self.sc_group = self.depth = None
+        self.swapchain = self.render_pass = self.overlay_pass = self.sc_group = self.depth = None
         self.framebuffers, self.render_done = [], []
         self.frame_group = G.ObjectGroup(ctx, "frames in flight")
         self.cbs = [ctx.allocate_command_buffer() for _ in range(frames_in_flight)]
@@ -57,10 +58,10 @@ class WindowPresenter:
         self.frame_index = 0
 
     # ------------------------------------------------------------------ swapchain
-    def attach(self, render_pass) -> None:
+    def attach(self, render_pass, overlay_pass=None) -> None:
         """Create the swapchain and one framebuffer per image for ``render_pass`` (colour = the swapchain
-        format in PRESENT_SRC layout, then depth)."""
-        self.render_pass = render_pass
+        format in PRESENT_SRC layout, then depth), and for ``overlay_pass`` (colour only, e.g. a UI)."""
+        self.render_pass, self.overlay_pass = render_pass, overlay_pass
         self._recreate()
 
     def _recreate(self) -> None:
@@ -80,6 +81,9 @@ class WindowPresenter:
                            vk.VK_IMAGE_ASPECT_DEPTH_BIT, name="window depth")
         self.framebuffers = [G.framebuffer(self.ctx, self.sc_group, self.render_pass, [v, self.depth.view],
                                            sc.width, sc.height) for v in sc.views]
+        self.overlay_framebuffers = [G.framebuffer(self.ctx, self.sc_group, self.overlay_pass, [v], sc.width,
+                                                   sc.height) if self.overlay_pass is not None else None
+                                     for v in sc.views]
         self.render_done = [self.sc_group.add(vk.vkDestroySemaphore,
                                               vk.vkCreateSemaphore(self.ctx.device, vk.VkSemaphoreCreateInfo(), None))
                             for _ in sc.images]
@@ -115,7 +119,8 @@ class WindowPresenter:
         self.timestamps.reset(cb, slot)
         self.timestamps.write(cb, 0, slot, TOP)
         sc = self.swapchain
-        return Frame(slot, cb, index, self.framebuffers[index], sc.width, sc.height, gpu)
+        return Frame(slot, cb, index, self.framebuffers[index], self.overlay_framebuffers[index], sc.width,
+                     sc.height, gpu)
 
     def end_frame(self, frame: Frame, screenshot: bool = False) -> np.ndarray | None:
         """Last timestamp, end, submit, present. With ``screenshot`` (and a swapchain that allows copies):
