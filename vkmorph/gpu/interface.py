@@ -142,13 +142,20 @@ _FORMAT_SUFFIX = {"f": "SFLOAT", "u": "UINT", "i": "SINT"}
 
 
 def vertex_attributes(dtype: np.dtype) -> list[VertexAttribute]:
-    """One attribute per field of a vertex dtype, location = field order (``inPosition`` at location 0, ...)."""
+    """One attribute per field of a vertex dtype, location = field order (``inPosition`` at location 0, ...).
+    4-byte fields are read as they are (float / uint / int); a ``u1`` field is unsigned-normalized
+    (``("color", "u1", 4)`` -> R8G8B8A8_UNORM, a vec4 in [0, 1] in GLSL)."""
     out = []
     for loc, name in enumerate(dtype.names):
         sub, off = dtype.fields[name][:2]
         n = int(np.prod(sub.shape)) if sub.shape else 1
-        fmt = "VK_FORMAT_" + "".join(f"{c}32" for c in "RGBA"[:n]) + "_" + _FORMAT_SUFFIX[sub.base.kind]
-        out.append(VertexAttribute(loc, name, glsl_type(sub), fmt, off))
+        if sub.base.kind == "u" and sub.base.itemsize == 1 and 1 <= n <= 4:
+            fmt = "VK_FORMAT_" + "".join(f"{c}8" for c in "RGBA"[:n]) + "_UNORM"
+            glsl = "float" if n == 1 else f"vec{n}"
+        else:
+            fmt = "VK_FORMAT_" + "".join(f"{c}32" for c in "RGBA"[:n]) + "_" + _FORMAT_SUFFIX[sub.base.kind]
+            glsl = glsl_type(sub)
+        out.append(VertexAttribute(loc, name, glsl, fmt, off))
     return out
 
 
@@ -310,8 +317,18 @@ STATIC_INPUT = ShaderInterface("static_vertex", ("static.vert",), "vertex inputs
 SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert",), "vertex inputs of skinned items",
                                 vertex=SKINNED_VERTEX)
 
+UI_PUSH = np.dtype([("scale", "<f4", 2), ("translate", "<f4", 2)])
+UI_VERTEX = np.dtype([("pos", "<f4", 2), ("uv", "<f4", 2), ("color", "u1", 4)])   # Dear ImGui's ImDrawVert
+UI = ShaderInterface(
+    "ui", ("ui.vert", "ui.frag"), "Dear ImGui overlay (app/ui_renderer.py): one texture, pixels -> NDC",
+    bindings=(Binding("atlas", 0, SAMPLER, (FRAGMENT,), "sampler2D"),),
+    push=PushConstants(Struct("Push", UI_PUSH, notes=(("scale", "NDC = pixel position * scale + translate"),)),
+                       (VERTEX,)))
+UI_INPUT = ShaderInterface("ui_vertex", ("ui.vert",), "vertex inputs of the ImGui overlay (ImDrawVert)",
+                           vertex=UI_VERTEX)
+
 INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, NORMALS, SKIN_CAPTURE, COPY, SCENE,
-                                           STATIC_INPUT, SKINNED_INPUT)
+                                           STATIC_INPUT, SKINNED_INPUT, UI, UI_INPUT)
 
 
 # ---------------------------------------------------------------------------------------------------- GLSL
