@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import AssetError
 from . import assimp_structs as A
 from .geometry import vertex_normals, vertex_tangents
+from .materials import Material, assimp_embedded_images, assimp_material, gltf_materials, is_gltf, sanitized_gltf_json
 from .model import (
     SKINNED_VERTEX,
     STATIC_VERTEX,
@@ -73,6 +74,8 @@ def load_scene(path: str | Path | None = None) -> SceneAsset:
         raise AssetError(f"unreadable: {exc.strerror}", file=file) from None
     lib = _assimp()
     ptr = lib.load(file.encode(), IMPORT_FLAGS)  # aiImportFile(path, flags)
+    if not ptr and is_gltf(path):
+        ptr = _load_sanitized(lib, path)
     if not ptr:
         msg = (lib.dll.aiGetErrorString() or b"unknown error").decode(errors="replace").strip()
         raise AssetError(f"Assimp cannot import it: {msg.splitlines()[0] if msg else 'unknown error'}", file=file)
@@ -87,6 +90,44 @@ def load_scene(path: str | Path | None = None) -> SceneAsset:
     return scene
 
 
+def _load_sanitized(lib, path: Path):
+    """Assimp rejects a whole glTF file for one out-of-range texture index; import a copy without the bad
+    references (next to the original, so relative buffer and image URIs resolve). The materials, read from the
+    original, report what was dropped. None when the file has no such references or the copy cannot be made."""
+    import json
+    import os
+    import tempfile
+
+    try:
+        doc = sanitized_gltf_json(path)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    if doc is None or path.suffix.lower() != ".gltf":
+        return None
+    try:
+        fd, tmp = tempfile.mkstemp(suffix=".gltf", prefix=".vkmorph-", dir=path.parent)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh)
+        return lib.load(tmp.encode(), IMPORT_FLAGS)
+    finally:
+        os.unlink(tmp)
+
+
+def _materials(raw, file: str) -> tuple[list[Material], Material]:
+    """Materials by Assimp material index, and the one for primitives without a material."""
+    if is_gltf(file):
+        try:
+            return gltf_materials(file), Material()   # glTF's default material (metallic 1, roughness 1)
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            pass  # unreadable JSON was already accepted by Assimp; fall back to what Assimp read
+    embedded = assimp_embedded_images(raw)
+    mats = [assimp_material(raw.mMaterials[i].contents, file, embedded, i) for i in range(raw.mNumMaterials)]
+    return mats, Material.plain((0.8, 0.8, 0.8, 1.0))
+
+
 # ---------------------------------------------------------------------------------------------- conversion
 def _convert(raw, file: str) -> SceneAsset:
     nodes, node_meshes, roots = _nodes(raw.mRootNode)
@@ -97,11 +138,14 @@ def _convert(raw, file: str) -> SceneAsset:
     prims: list[MeshPrimitiveAsset] = []
     pending_skins: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     colors = [_base_color(raw.mMaterials[i].contents) for i in range(raw.mNumMaterials)]
+    materials, default_material = _materials(raw, file)
     for m_i in range(raw.mNumMeshes):
         mesh = raw.mMeshes[m_i].contents
         prim = _primitive(mesh, m_i, file, name_to_node, pending_skins)
         if mesh.mMaterialIndex < len(colors) and colors[mesh.mMaterialIndex] is not None:
             prim.base_color = colors[mesh.mMaterialIndex]
+        prim.material = materials[mesh.mMaterialIndex] if mesh.mMaterialIndex < len(materials) \
+            else default_material
         prims.append(prim)
 
     # One MeshAsset per distinct list of aiMeshes a node instances (a glTF mesh = its primitives).
@@ -269,6 +313,15 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
         verts["texcoord"] = uv
 
     prim = MeshPrimitiveAsset(vertices=verts, indices=indices, name=name)
+    if mesh.mColors[0]:  # COLOR_0 (assimp normalizes integer colours to float)
+        rgba = np.frombuffer(ctypes.cast(mesh.mColors[0], ctypes.POINTER(ctypes.c_float * (4 * V))).contents,
+                             np.float32).reshape(V, 4).copy()
+        if not rgba[:, 3].any():
+            rgba[:, 3] = 1.0  # assimp 5.2.5 leaves alpha 0 for three-component colours
+        prim.colors = np.clip(np.nan_to_num(rgba, nan=1.0), 0.0, 1.0)
+    uv1 = A.vec3_array(mesh.mTextureCoords[1], V)
+    if uv1 is not None:
+        prim.texcoord1 = np.ascontiguousarray(uv1[:, :2])
     if bones:
         joints, ibm, prim.truncated_influences = _skin(bones, verts, name_to_node, where)
         pending_skins[m_i] = (joints, ibm)
