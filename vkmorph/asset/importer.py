@@ -291,8 +291,7 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
         raise AssetError(f"index out of range (vertex count {V})", index=bad, **where)
     file_normals = A.vec3_array(mesh.mNormals, V)
     normals = file_normals if file_normals is not None else vertex_normals(pos, indices)
-    uv3 = A.vec3_array(mesh.mTextureCoords[0], V)
-    uv = uv3[:, :2] if uv3 is not None else None
+    uv = _texcoords(mesh, 0, V)
     file_tangents = A.vec3_array(mesh.mTangents, V)
     if file_tangents is not None:
         bit = A.vec3_array(mesh.mBitangents, V)
@@ -319,9 +318,7 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
         if not rgba[:, 3].any():
             rgba[:, 3] = 1.0  # assimp 5.2.5 leaves alpha 0 for three-component colours
         prim.colors = np.clip(np.nan_to_num(rgba, nan=1.0), 0.0, 1.0)
-    uv1 = A.vec3_array(mesh.mTextureCoords[1], V)
-    if uv1 is not None:
-        prim.texcoord1 = np.ascontiguousarray(uv1[:, :2])
+    prim.texcoord1 = _texcoords(mesh, 1, V)
     if bones:
         joints, ibm, prim.truncated_influences = _skin(bones, verts, name_to_node, where)
         pending_skins[m_i] = (joints, ibm)
@@ -350,6 +347,17 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
     prim.morph_targets = targets
     prim.default_weights = np.array(weights, np.float32) if targets else None
     return prim
+
+
+def _texcoords(mesh, channel: int, V: int) -> np.ndarray | None:
+    """UV set ``channel`` with v pointing down the image (glTF's and Vulkan's convention: v = 0 is the first
+    row). Assimp hands out OpenGL's v-up coordinates (it flips glTF's), so v is flipped back here."""
+    uv3 = A.vec3_array(mesh.mTextureCoords[channel], V)
+    if uv3 is None:
+        return None
+    uv = np.ascontiguousarray(uv3[:, :2])
+    uv[:, 1] = 1.0 - uv[:, 1]
+    return uv
 
 
 def _skin(bones, verts, name_to_node, where) -> tuple[np.ndarray, np.ndarray, int]:

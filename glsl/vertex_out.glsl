@@ -1,0 +1,35 @@
+// The one place where skin.vert and static.vert turn a (morphed, skinned) model-space vertex into the outputs of
+// every pass: forward (world position, normal, tangent with handedness, both UV sets, vertex colour), shadow
+// (light's clip space) and outline (camera clip space grown along the screen-space normal).
+
+layout(location = 6) in vec4 inColor;       // binding 1: COLOR_0 (white when the file has none)
+layout(location = 7) in vec2 inTexcoord1;   // binding 1: TEXCOORD_1
+
+layout(location = 0) out vec3 outWorld;
+layout(location = 1) out vec3 outNormal;
+layout(location = 2) out vec4 outTangent;
+layout(location = 3) out vec4 outTexcoords;  // xy: TEXCOORD_0, zw: TEXCOORD_1
+layout(location = 4) out vec4 outColor;
+layout(location = 5) out float outHeat;
+
+void emitVertex(vec3 position, vec3 normal, vec4 tangent, vec2 texcoord0, float heat) {
+    vec4 world = item.model * vec4(position, 1.0);
+    mat3 normalMatrix = transpose(inverse(mat3(item.model)));
+    outWorld = world.xyz;
+    outNormal = normalMatrix * normal;
+    outTangent = vec4(mat3(item.model) * tangent.xyz, tangent.w);
+    outTexcoords = vec4(texcoord0, inTexcoord1);
+    outColor = inColor;
+    outHeat = heat;
+    if (item.pass == PASS_SHADOW) {
+        gl_Position = frame.lightViewProj * world;
+        return;
+    }
+    vec4 clip = frame.viewProj * world;
+    if (item.pass == PASS_OUTLINE) {
+        vec2 dir = (mat3(frame.viewProj) * normalize(outNormal)).xy;
+        float len = length(dir);
+        if (len > 1e-6) clip.xy += dir / len * (2.0 * frame.groundColor.a / frame.viewport.xy) * clip.w;
+    }
+    gl_Position = clip;
+}
