@@ -131,7 +131,6 @@ class DemoWindow:
 
     def _create_swapchain(self, glfw, old=None) -> None:
         from ..gpu import graphics as G
-        from ..gpu.image import DEPTH_FORMAT, Image
         from ..gpu.swapchain import Swapchain
         from ..gpu.vk import vk
 
@@ -141,18 +140,17 @@ class DemoWindow:
             self._destroy_swapchain_objects()
             old.destroy()
         self.swapchain = sc
-        self.sc_group = G.ObjectGroup(self.ctx, "swapchain framebuffers")
-        self.depth = Image(self.ctx, sc.width, sc.height, DEPTH_FORMAT, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
-                           vk.VK_IMAGE_ASPECT_DEPTH_BIT, name="window depth")
-        self.framebuffers = [G.framebuffer(self.ctx, self.sc_group, self.renderer.forward_pass, [v, self.depth.view],
-                                           sc.width, sc.height) for v in sc.views]
+        self.sc_group = G.ObjectGroup(self.ctx, "swapchain semaphores")
+        # multisampled colour + depth-stencil and one framebuffer per swapchain image (the renderer's targets)
+        self.targets = self.renderer.create_targets(sc.views, sc.width, sc.height)
+        self.framebuffers = self.targets.framebuffers
         self.render_done = [self.sc_group.add(vk.vkDestroySemaphore,
                                               vk.vkCreateSemaphore(self.ctx.device, vk.VkSemaphoreCreateInfo(), None))
                             for _ in sc.images]
 
     def _destroy_swapchain_objects(self) -> None:
         self.sc_group.destroy()
-        self.depth.destroy()
+        self.targets.destroy()
 
     def _teardown(self) -> None:
         from ..gpu.vk import vk
@@ -344,7 +342,7 @@ class DemoWindow:
         vk.vkResetFences(ctx.device, 1, [ctx_fence])
         sc = self.swapchain
         r = self.renderer
-        r.update(slot, sc.width / sc.height)
+        r.update(slot, sc.width / sc.height, sc.width, sc.height)
         cb = self.cbs[slot]
         qp = self.query_pools[slot]
         vk.vkResetCommandBuffer(cb, 0)

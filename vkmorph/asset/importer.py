@@ -300,7 +300,10 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
             w = np.where(np.sum(np.cross(normals, file_tangents) * bit, axis=1) < 0, -1.0, 1.0)
         tangents = np.concatenate([file_tangents, w[:, None]], axis=1).astype(np.float32)
     else:
-        tangents = vertex_tangents(pos, normals, uv, indices)
+        # glTF's (MikkTSpace's) bitangent points up the image, i.e. along -v in these coordinates: derive the
+        # tangent frame from v-up coordinates so handedness w comes out as the spec's cross(N, T) * w
+        uv_up = None if uv is None else np.stack([uv[:, 0], 1.0 - uv[:, 1]], axis=1)
+        tangents = vertex_tangents(pos, normals, uv_up, indices)
 
     bones = A.bones_of(mesh)
     dtype = SKINNED_VERTEX if bones else STATIC_VERTEX
