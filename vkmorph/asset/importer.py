@@ -16,7 +16,15 @@ import numpy as np
 from ..errors import AssetError
 from . import assimp_structs as A
 from .geometry import vertex_normals, vertex_tangents
-from .materials import Material, assimp_embedded_images, assimp_material, gltf_materials, is_gltf, sanitized_gltf_json
+from .materials import (
+    Material,
+    assimp_embedded_images,
+    assimp_material,
+    gltf_materials,
+    is_gltf,
+    match_gltf_materials,
+    sanitized_gltf_json,
+)
 from .model import (
     SKINNED_VERTEX,
     STATIC_VERTEX,
@@ -120,9 +128,13 @@ def _materials(raw, file: str) -> tuple[list[Material], Material]:
     """Materials by Assimp material index, and the one for primitives without a material."""
     if is_gltf(file):
         try:
-            return gltf_materials(file), Material()   # glTF's default material (metallic 1, roughness 1)
+            gltf = gltf_materials(file)
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
-            pass  # unreadable JSON was already accepted by Assimp; fall back to what Assimp read
+            gltf = None  # unreadable JSON was already accepted by Assimp; fall back to what Assimp read
+        if gltf is not None:
+            default = Material()   # glTF's default material (metallic 1, roughness 1)
+            matched = match_gltf_materials([raw.mMaterials[i].contents for i in range(raw.mNumMaterials)], gltf)
+            return [m if m is not None else default for m in matched], default
     embedded = assimp_embedded_images(raw)
     mats = [assimp_material(raw.mMaterials[i].contents, file, embedded, i) for i in range(raw.mNumMaterials)]
     return mats, Material.plain((0.8, 0.8, 0.8, 1.0))

@@ -102,6 +102,7 @@ class Material:
     alpha_cutoff: float = 0.5
     double_sided: bool = False
     problems: list[str] = field(default_factory=list)
+    unnamed: bool = False          # the file gave no name (``name`` was made up)
 
     TEXTURE_SLOTS = ("base_color_texture", "metallic_roughness_texture", "normal_texture", "occlusion_texture",
                      "emissive_texture")
@@ -178,7 +179,7 @@ def gltf_materials(path: str | Path) -> list[Material]:
     textures, images, samplers = doc.get("textures", []), doc.get("images", []), doc.get("samplers", [])
     out = []
     for m_i, m in enumerate(doc.get("materials", [])):
-        mat = Material(name=m.get("name") or f"material {m_i}")
+        mat = Material(name=m.get("name") or f"material {m_i}", unnamed=not m.get("name"))
 
         def tex(info, slot, mat=mat):
             if not isinstance(info, dict):
@@ -261,21 +262,7 @@ _TEX_DIFFUSE, _TEX_BASE_COLOR = 1, 12
 
 def assimp_material(material, file: str, embedded: list[ImageSource], index: int) -> Material:
     """What Assimp gives for non-glTF formats: diffuse colour, diffuse texture, two-sided, opacity."""
-    from . import assimp_structs as A
-
-    props: dict[tuple[str, int], object] = {}
-    for i in range(material.mNumProperties):
-        p = material.mProperties[i].contents
-        key = A.string(p.mKey)
-        if p.mType == _PTI_FLOAT and p.mDataLength >= 4:
-            n = p.mDataLength // 4
-            props[(key, p.mSemantic)] = list(ctypes.cast(p.mData, ctypes.POINTER(ctypes.c_float * n)).contents)
-        elif p.mType == _PTI_INT and p.mDataLength >= 4:
-            props[(key, p.mSemantic)] = ctypes.cast(p.mData, ctypes.POINTER(ctypes.c_int)).contents.value
-        elif p.mType == _PTI_STRING and p.mDataLength > 4:
-            length = ctypes.cast(p.mData, ctypes.POINTER(ctypes.c_uint32)).contents.value
-            raw = ctypes.string_at(ctypes.cast(p.mData, ctypes.c_void_p).value + 4, length)
-            props[(key, p.mSemantic)] = raw.decode("utf-8", errors="replace")
+    props = _assimp_props(material)
     name = props.get(("?mat.name", 0)) or f"material {index}"
     mat = Material.plain((0.8, 0.8, 0.8, 1.0), name=str(name))
     mat.double_sided = bool(props.get(("$mat.twosided", 0), 0))
@@ -294,6 +281,51 @@ def assimp_material(material, file: str, embedded: list[ImageSource], index: int
             mat.base_color_texture = TextureRef(image=_assimp_image(f, file, embedded))
             break
     return mat
+
+
+def _signature(name, rgba) -> tuple:
+    return (name or "", tuple(round(float(x), 4) for x in rgba))
+
+
+def match_gltf_materials(raw_materials: list, gltf: list[Material]) -> list[Material | None]:
+    """The glTF material behind each Assimp material. Assimp numbers glTF materials in the order primitives
+    first use them, not in file order, so they are matched by name and base colour factor (ties in file order);
+    None for Assimp's own default material."""
+    unused = list(range(len(gltf)))
+    out: list[Material | None] = []
+    for raw in raw_materials:
+        props = _assimp_props(raw)
+        base = props.get(("$clr.base", 0)) or props.get(("$clr.diffuse", 0)) or [1.0, 1.0, 1.0, 1.0]
+        sig = _signature(props.get(("?mat.name", 0)), (list(base) + [1.0])[:4])
+        pick = next((j for j in unused if _signature(gltf[j].name if not gltf[j].unnamed else "",
+                                                     gltf[j].base_color_factor) == sig), None)
+        if pick is None:
+            pick = next((j for j in unused if _signature("", gltf[j].base_color_factor)[1] == sig[1]), None)
+        if pick is None:
+            out.append(None)
+            continue
+        unused.remove(pick)
+        out.append(gltf[pick])
+    return out
+
+
+def _assimp_props(material) -> dict:
+    from . import assimp_structs as A
+
+    props: dict[tuple[str, int], object] = {}
+    for i in range(material.mNumProperties):
+        p = material.mProperties[i].contents
+        key = A.string(p.mKey)
+        if p.mType == _PTI_FLOAT and p.mDataLength >= 4:
+            n = p.mDataLength // 4
+            props[(key, p.mSemantic)] = list(ctypes.cast(p.mData, ctypes.POINTER(ctypes.c_float * n)).contents)
+        elif p.mType == _PTI_INT and p.mDataLength >= 4:
+            props[(key, p.mSemantic)] = ctypes.cast(p.mData, ctypes.POINTER(ctypes.c_int)).contents.value
+        elif p.mType == _PTI_STRING and p.mDataLength > 4:
+            length = ctypes.cast(p.mData, ctypes.POINTER(ctypes.c_uint32)).contents.value
+            raw = ctypes.string_at(ctypes.cast(p.mData, ctypes.c_void_p).value + 4, length)
+            props[(key, p.mSemantic)] = raw.decode("utf-8", errors="replace")
+    return props
 
 
 def _assimp_image(ref: str, file: str, embedded: list[ImageSource]) -> ImageSource:
