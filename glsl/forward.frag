@@ -10,30 +10,12 @@
 
 layout(set = 0, binding = 0) uniform sampler2DShadow shadowMap;
 
-layout(std140, set = 2, binding = 0) uniform Material {
-    vec4 baseColor;       // linear RGBA factor
-    vec4 emissive;        // rgb: emissive factor, a: normal scale
-    vec4 params;          // x: metallic, y: roughness, z: occlusion strength, w: alpha cutoff
-    ivec4 modes;          // x: alpha mode (0 opaque, 1 mask, 2 blend), y: bit i set = texture slot i reads
-                          // TEXCOORD_1, z: 1 = has a normal map
-} material;
-layout(set = 2, binding = 1) uniform sampler2D baseColorTex;           // sRGB
-layout(set = 2, binding = 2) uniform sampler2D metallicRoughnessTex;   // linear: g roughness, b metallic
-layout(set = 2, binding = 3) uniform sampler2D normalTex;              // linear, tangent space
-layout(set = 2, binding = 4) uniform sampler2D occlusionTex;           // linear: r
-layout(set = 2, binding = 5) uniform sampler2D emissiveTex;            // sRGB
-
 #include "varyings.glsl"
+#include "material.glsl"
 
 layout(location = 0) out vec4 outColor;
 
 const float PI = 3.14159265359;
-const int ALPHA_MASK = 1;
-const int ALPHA_BLEND = 2;
-
-vec2 uvFor(int slot) {
-    return ((material.modes.y >> slot) & 1) != 0 ? inTexcoords.zw : inTexcoords.xy;
-}
 
 float shadowFactor(vec3 world, float ndotl) {
     vec4 lp = frame.lightViewProj * vec4(world, 1.0);
@@ -79,7 +61,7 @@ vec3 pbrNeutral(vec3 color) {
 }
 
 void main() {
-    vec4 base = material.baseColor * texture(baseColorTex, uvFor(0)) * inColor;
+    vec4 base = baseColor();
     if (material.modes.x == ALPHA_MASK && base.a < material.params.w) discard;
     float metallic = material.params.x;
     float roughness = material.params.y;

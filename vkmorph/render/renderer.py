@@ -65,6 +65,7 @@ class RenderItem:
     center: np.ndarray = field(default_factory=lambda: np.zeros(3))  # local bounds centre (blend sorting)
     instance: PrimitiveInstance | None = None
     blend: bool = False
+    alpha_tested: bool = False                       # MASK or BLEND: the shadow pass tests alpha too
     cull_back: bool = False
     clockwise: bool = False
     push: list = field(default_factory=list)         # [forward, shadow, outline] ITEM_PUSH arrays
@@ -259,6 +260,7 @@ class SceneRenderer:
         for it in self.items:
             m = materials[it.material]
             it.blend = m.alpha_mode == "BLEND"
+            it.alpha_tested = m.alpha_mode != "OPAQUE"
             it.cull_back = not m.double_sided
             it.clockwise = it.node is not None and np.linalg.det(world[it.node][:3, :3]) < 0
         late = self._own(G.ObjectGroup(ctx, "scene renderer pipelines and descriptor pool"))
@@ -281,7 +283,8 @@ class SceneRenderer:
                         it.skinned, "forward.frag", samples=self.samples, cull_back=it.cull_back,
                         clockwise=it.clockwise, blend=it.blend,
                         stencil=G.STENCIL_WRITE if stencil else G.STENCIL_NONE),
-                    ("shadow", it.skinned): spec(it.skinned, None, depth_bias=True, color=False)}
+                    ("shadow", it.skinned, it.alpha_tested): spec(
+                        it.skinned, "shadow_mask.frag" if it.alpha_tested else None, depth_bias=True, color=False)}
             if stencil and it.node is not None:
                 keys[("outline", it.skinned)] = spec(it.skinned, "outline.frag", samples=self.samples,
                                                      depth_test=False, stencil=G.STENCIL_OUTSIDE)
@@ -439,7 +442,7 @@ class SceneRenderer:
             clearValueCount=1, pClearValues=[clear_depth]), vk.VK_SUBPASS_CONTENTS_INLINE)
         G.set_viewport(cb, self.shadow_size, self.shadow_size)
         casters = [it for it in self.items if it.node is not None]  # the ground receives shadows, casts none
-        self._draw(cb, slot, casters, PASS_SHADOW, lambda it: ("shadow", it.skinned))
+        self._draw(cb, slot, casters, PASS_SHADOW, lambda it: ("shadow", it.skinned, it.alpha_tested))
         vk.vkCmdEndRenderPass(cb)
 
     def _forward_pass(self, cb, slot: int, framebuffer, width: int, height: int) -> None:
@@ -477,7 +480,7 @@ class SceneRenderer:
                     stencil_ref = ref
             vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.layout, 1, 1,
                                        [it.palette_sets[slot]], 0, None)
-            if p == PASS_FORWARD:
+            if p == PASS_FORWARD or (p == PASS_SHADOW and it.alpha_tested):
                 vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.layout, 2, 1,
                                            [self.material_table.sets[it.material]], 0, None)
             vk.vkCmdPushConstants(cb, self.layout, stages, 0, ITEM_PUSH.itemsize, it.push_ptr[p])
