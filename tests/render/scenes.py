@@ -9,7 +9,7 @@ import numpy as np
 from PIL import Image
 
 from tests.conftest import ROOT
-from tests.render.gltf_gen import GltfBuilder, checker, cube, quad, wall
+from tests.render.gltf_gen import GltfBuilder, checker, cube, png_bytes, quad, wall
 
 REF = ROOT / "tests" / "render" / "reference"
 ARTIFACTS = ROOT / "test-artifacts"
@@ -19,11 +19,12 @@ TRILINEAR = {"magFilter": 9729, "minFilter": 9987}
 
 
 def orange_texture(n: int = 32) -> np.ndarray:
-    """Mostly orange with a dark-blue cross: the dominant colour is orange."""
+    """Mostly orange with a dark-blue cross in the upper-left quarter (asymmetric, so a flipped U or V shows):
+    the dominant colour is orange."""
     img = np.empty((n, n, 4), np.uint8)
     img[:] = ORANGE
-    img[n // 2 - 2:n // 2 + 2, :] = (20, 40, 120, 255)
-    img[:, n // 2 - 2:n // 2 + 2] = (20, 40, 120, 255)
+    img[n // 4 - 2:n // 4 + 2, :] = (20, 40, 120, 255)
+    img[:, n // 4 - 2:n // 4 + 2] = (20, 40, 120, 255)
     return img
 
 
@@ -118,6 +119,22 @@ def bad_materials(dir: Path) -> Path:
                                                         "metallicFactor": 0.0})
         b.mesh(*cube(), material=m, translation=(1.5 * (i - 1), 0, 0), name=name)
     return b.save(dir / "bad_materials.gltf")
+
+
+def obj_textured_cube(dir: Path, texture: str = "orange.png") -> Path:
+    """Wavefront OBJ + MTL (an Assimp-only format): diffuse colour and a diffuse texture map (OpenGL v-up UVs)."""
+    pos, nor, uv, idx = cube()
+    (dir / "orange.png").write_bytes(png_bytes(orange_texture()))
+    (dir / "cube.mtl").write_text(f"newmtl Orange\nKd 1.0 1.0 1.0\nmap_Kd {texture}\n")
+    lines = ["mtllib cube.mtl", "o cube"]
+    lines += [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in pos]
+    lines += [f"vt {u:.6f} {1.0 - v:.6f}" for u, v in uv]
+    lines += [f"vn {x:.6f} {y:.6f} {z:.6f}" for x, y, z in nor]
+    lines.append("usemtl Orange")
+    lines += ["f " + " ".join(f"{i + 1}/{i + 1}/{i + 1}" for i in tri) for tri in idx.reshape(-1, 3)]
+    path = dir / "cube.obj"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def compare_reference(name: str, img: np.ndarray) -> str | None:

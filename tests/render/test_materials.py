@@ -80,6 +80,29 @@ def test_textured_mean_colour_is_the_texture_not_white(ctx, tmp_path):
     assert mean[0] > mean[1] > mean[2]
 
 
+def test_assimp_format_diffuse_texture_and_colour(ctx, tmp_path):
+    """Non-glTF files get what Assimp gives (OBJ here, like FBX/Collada): the diffuse map and colour; its v-up
+    UVs land the same texels as the glTF cube, so the image matches the glTF render."""
+    scene = load_scene(scenes.obj_textured_cube(tmp_path))
+    m = scene.primitives[0].material
+    assert m.name == "Orange" and m.base_color_texture.image.name == "orange.png", m
+    img, warnings, _ = render(ctx, scene)
+    assert warnings == []
+    ref, _, _ = render(ctx, load_scene(scenes.textured_cube(tmp_path)))
+    def cross(im):  # the texture's dark-blue cross, where it lands on screen
+        return im[..., 2].astype(int) > im[..., 0].astype(int) + 20
+
+    def body(im):   # orange texels
+        return im[..., 0].astype(int) > im[..., 2].astype(int) + 60
+
+    Image.fromarray(np.concatenate([img, ref], 1)).save(tmp_path / "obj_vs_gltf.png")
+    assert body(img).sum() > 1000 and cross(img).sum() > 100
+    assert (body(img) != body(ref)).mean() < 0.01 and (cross(img) != cross(ref)).mean() < 0.01
+    missing = load_scene(scenes.obj_textured_cube(tmp_path, texture="gone.png"))
+    _, warnings, _ = render(ctx, missing)
+    assert len(warnings) == 1 and "'Orange'" in warnings[0] and "gone.png" in warnings[0], warnings
+
+
 def test_embedded_glb_texture_renders_like_the_external_png(ctx, tmp_path):
     a, _, _ = render(ctx, load_scene(scenes.textured_cube(tmp_path)))
     b, _, _ = render(ctx, load_scene(scenes.textured_cube(tmp_path, glb=True)))
