@@ -8,8 +8,6 @@
 // sRGB attachment encodes.
 #include "scene.glsl"
 
-layout(set = 0, binding = 0) uniform sampler2DShadow shadowMap;
-
 #include "varyings.glsl"
 #include "material.glsl"
 
@@ -22,7 +20,7 @@ float shadowFactor(vec3 world, float ndotl) {
     vec3 ndc = lp.xyz / lp.w;
     vec2 uv = ndc.xy * 0.5 + 0.5;
     if (any(lessThan(uv, vec2(0.0))) || any(greaterThan(uv, vec2(1.0))) || ndc.z > 1.0) return 1.0;
-    float bias = frame.skyColor.a * (1.0 + 2.0 * (1.0 - ndotl));
+    float bias = SHADOW_BIAS * (1.0 + 2.0 * (1.0 - ndotl));
     vec2 texel = 1.0 / vec2(textureSize(shadowMap, 0));
     float lit = 0.0;
     for (int y = -1; y <= 1; ++y)
@@ -32,7 +30,7 @@ float shadowFactor(vec3 world, float ndotl) {
 }
 
 vec3 hemisphere(vec3 dir) {
-    return mix(frame.groundColor.rgb, frame.skyColor.rgb, 0.5 + 0.5 * dir.y);
+    return mix(frame.ground.rgb, frame.sky.rgb, 0.5 + 0.5 * dir.y);
 }
 
 // Karis, "Physically Based Shading on Mobile": analytic fit of the split-sum environment BRDF.

@@ -2,17 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 // Sparse morph-target deformation (seed 000), full-precision deltas: one invocation per vertex, loop over its
 // CSR delta range, out = base + sum(weight[metadata.x] * delta), normal/tangent renormalized with fallback.
-layout(local_size_x = 64) in;
+#include "gen/morph.glsl"
 #include "morph_common.glsl"
-
-struct MorphDelta {      // 64 bytes, numpy vkmorph.morph.gpu_data.MORPH_DELTA
-    vec4 position;
-    vec4 normal;
-    vec4 tangent;
-    uvec4 metadata;      // x = weight index (the runtime's flat weight array)
-};
-
-layout(std430, set = 0, binding = 2) readonly buffer Deltas { MorphDelta deltas[]; };
 
 void main() {
     if (gl_GlobalInvocationID.x >= pc.vertexCount) return;

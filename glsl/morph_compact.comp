@@ -3,17 +3,8 @@
 // Sparse morph-target deformation, compact deltas: 24 bytes instead of 64. Position, normal and tangent deltas
 // are snorm16 scaled per target (scales[weight index] = position, normal, tangent scale); the weight index is
 // read first so an inactive target costs 8 bytes. Error per component <= sum(w * scale) / 65534.
-layout(local_size_x = 64) in;
+#include "gen/morph_compact.glsl"
 #include "morph_common.glsl"
-
-struct CompactDelta {    // 24 bytes, numpy vkmorph.morph.gpu_data.COMPACT_DELTA
-    uvec2 a;             // snorm16 (p.x, p.y), (p.z, n.x)
-    uvec2 b;             // snorm16 (n.y, n.z), (t.x, t.y)
-    uvec2 c;             // snorm16 (t.z, 0), weight index
-};
-
-layout(std430, set = 0, binding = 2) readonly buffer Deltas { CompactDelta deltas[]; };
-layout(std430, set = 0, binding = 6) readonly buffer Scales { vec4 scales[]; };
 
 void main() {
     if (gl_GlobalInvocationID.x >= pc.vertexCount) return;

@@ -2,8 +2,8 @@
 // every pass: forward (world position, normal, tangent with handedness, both UV sets, vertex colour), shadow
 // (light's clip space) and outline (camera clip space grown along the screen-space normal).
 
-layout(location = 6) in vec4 inColor;       // binding 1: COLOR_0 (white when the file has none)
-layout(location = 7) in vec2 inTexcoord1;   // binding 1: TEXCOORD_1
+// Binding 1 (inColor: COLOR_0, white when the file has none; inTexcoord1: TEXCOORD_1), from interface.py.
+#include "gen/extra_vertex.glsl"
 
 layout(location = 0) out vec3 outWorld;
 layout(location = 1) out vec3 outNormal;
@@ -29,7 +29,7 @@ void emitVertex(vec3 position, vec3 normal, vec4 tangent, vec2 texcoord0, float 
     if (item.pass == PASS_OUTLINE) {
         vec2 dir = (mat3(frame.viewProj) * normalize(outNormal)).xy;
         float len = length(dir);
-        if (len > 1e-6) clip.xy += dir / len * (2.0 * frame.groundColor.a / frame.viewport.xy) * clip.w;
+        if (len > 1e-6) clip.xy += dir / len * (2.0 * frame.ground.a / frame.viewport.xy) * clip.w;
     }
     gl_Position = clip;
 }

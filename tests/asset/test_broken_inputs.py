@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT, asset
+from tests.helpers import ROOT, asset
 from vkmorph import AssetError, load_scene
 from vkmorph.asset.model import SKINNED_VERTEX, STATIC_VERTEX, MeshPrimitiveAsset, MorphTargetAsset
 from vkmorph.asset.validate import validate_primitive

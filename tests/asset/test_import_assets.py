@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import asset
 from tests.gltf_ref import Gltf
+from tests.helpers import asset
 from vkmorph import load_scene
 
 GLTF_ASSETS = [

@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT
-from vkmorph.asset.model import STATIC_VERTEX, MeshPrimitiveAsset, MorphTargetAsset
-from vkmorph.morph.gpu_data import BASE_VERTEX, COMPACT_DELTA, MORPH_DELTA, build_gpu_morph_data
-
-
-def random_prim(rng, V, T, density, with_normals=True) -> MeshPrimitiveAsset:
-    v = np.zeros(V, STATIC_VERTEX)
-    v["position"] = rng.normal(size=(V, 3))
-    n = rng.normal(size=(V, 3))
-    v["normal"] = n / np.linalg.norm(n, axis=1, keepdims=True)
-    t = rng.normal(size=(V, 3))
-    v["tangent"][:, :3] = t / np.linalg.norm(t, axis=1, keepdims=True)
-    v["tangent"][:, 3] = rng.choice([-1.0, 1.0], V)
-    v["texcoord"] = rng.random((V, 2))
-    targets = []
-    for k in range(T):
-        mask = rng.random(V) < density
-        d = np.where(mask[:, None], rng.normal(size=(V, 3)) * 0.1, 0).astype(np.float32)
-        nd = np.where(mask[:, None], rng.normal(size=(V, 3)) * 0.1, 0).astype(np.float32) if with_normals else None
-        td = np.where(mask[:, None], rng.normal(size=(V, 3)) * 0.1, 0).astype(np.float32) if with_normals else None
-        targets.append(MorphTargetAsset(f"t{k}", d, nd, td))
-    idx = np.arange(V - V % 3, dtype=np.uint32)
-    return MeshPrimitiveAsset(vertices=v, indices=idx, morph_targets=targets)
+from tests.helpers import random_prim
+from vkmorph.morph.gpu_data import build_gpu_morph_data
 
 
 def csr_morph(data, weights):
@@ -80,18 +57,3 @@ def test_metadata_and_ordering():
             np.testing.assert_array_equal(data.deltas["position"][data.vertex_offsets[v] + list(tgts).index(t), :3],
                                           prim.morph_targets[t].position_deltas[v])
 
-
-def test_dtypes_match_shader_declarations():
-    src = "".join((ROOT / "glsl" / f).read_text() for f in ("morph_common.glsl", "morph.comp", "morph_compact.comp"))
-    for struct, dtype in (("BaseVertex", BASE_VERTEX), ("MorphDelta", MORPH_DELTA), ("CompactDelta", COMPACT_DELTA)):
-        body = re.search(r"struct " + struct + r"\s*\{(.*?)\};", src, re.S).group(1)
-        fields = re.findall(r"(u?vec[24])\s+(\w+);", body)
-        assert [f[1] for f in fields] == list(dtype.names)
-        size = 0
-        for glsl_type, name in fields:
-            sub = dtype.fields[name][0]
-            n = int(glsl_type[-1])
-            assert sub.shape == (n,) and sub.base.kind == ("u" if glsl_type.startswith("u") else "f")
-            assert dtype.fields[name][1] == size  # std430: vec4 16-aligned, uvec2 8-aligned, tightly packed here
-            size += 4 * n
-        assert dtype.itemsize == size

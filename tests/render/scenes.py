@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from tests.render.gltf_gen import GltfBuilder, checker, cube, png_bytes, quad, wall
 
 REF = ROOT / "tests" / "render" / "reference"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import asset
+from tests.helpers import asset
 from tests.render.scenes import compare_reference
 from vkmorph import load_scene
 from vkmorph.anim.player import AnimationPlayer

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from tests.render import scenes
 from vkmorph import load_scene
 

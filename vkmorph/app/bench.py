@@ -107,20 +107,21 @@ class Timer:
 
 def copy_bandwidth(ctx, timer: Timer, nbytes: int, repeats: int) -> float:
     from ..gpu import memory as M
+    from ..gpu.interface import COPY, COPY_PUSH
     from ..gpu.pipeline import ComputePipeline
     from ..gpu.vk import vk
 
-    n = min(max(1, nbytes // 32), 65535 * 256)  # half read, half written; uvec4 = 16 B; one dispatch
+    n = min(max(1, nbytes // 32), 65535 * COPY.local_size)  # half read, half written; uvec4 = 16 B; one dispatch
     src = M.device_buffer(ctx, None, M.STORAGE, size=16 * n)
     dst = M.device_buffer(ctx, None, M.STORAGE, size=16 * n)
-    pipe = ComputePipeline(ctx, "copy.comp", 2, 8)
-    dset = pipe.make_set([src, dst])
-    push = np.array([n, 0], np.uint32)
+    pipe = ComputePipeline(ctx, COPY)
+    dset = pipe.make_set({"src": src, "dst": dst})
+    push = np.array([(n, 0)], COPY_PUSH)
 
     def rec(cb):
         pipe.bind(cb, dset)
-        pipe.push(cb, M.cffi_pointer(push), 8)
-        vk.vkCmdDispatch(cb, (n + 255) // 256, 1, 1)
+        pipe.push(cb, M.cffi_pointer(push))
+        vk.vkCmdDispatch(cb, pipe.groups(n), 1, 1)
 
     ms = timer.time_ms(rec, repeats)
     for o in (pipe, src, dst):

@@ -1,4 +1,4 @@
-"""``vkmorph info FILE [--json]``: what the importer found, after validation (keys per DESIGN.md)."""
+"""``vkmorph info FILE [--json]``: what the importer found, after validation (keys in docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``vkmorph morph FILE [--weights W,..|--clip NAME --time T] [--skinned] --out OUT.npz`` (DESIGN.md contract).
+"""``vkmorph morph FILE [--weights W,..|--clip NAME --time T] [--skinned] --out OUT.npz`` (docs/architecture.md).
 
 Runs the real compute pass and reads the output vertex buffer back; for primitive i in import order it writes
 p{i}/position, p{i}/normal, p{i}/tangent (float32, V x 3) as instanced by the first node (file order) that uses

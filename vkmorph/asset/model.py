@@ -1,4 +1,4 @@
-"""The CPU scene data model (seed 000 / DESIGN.md). Plain dataclasses over numpy arrays; no Vulkan here.
+"""The CPU scene data model (seed 000; docs/architecture.md). Plain dataclasses over numpy arrays; no Vulkan here.
 
 Vertex arrays are numpy structured arrays whose layout is exactly the vertex buffer's (tightly packed, 4-byte
 fields), so the same bytes go to the GPU unchanged and the morph shader addresses fields in 32-bit words.

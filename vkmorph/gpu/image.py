@@ -15,7 +15,7 @@ import numpy as np
 
 from . import memory as M
 from .context import Context
-from .vk import vk
+from .vk import call, vk
 
 DEPTH_FORMAT = vk.VK_FORMAT_D32_SFLOAT
 COLOR_FORMAT = vk.VK_FORMAT_R8G8B8A8_SRGB
@@ -62,15 +62,15 @@ class Image:
                 imageType=vk.VK_IMAGE_TYPE_2D, format=fmt, extent=vk.VkExtent3D(width, height, 1),
                 mipLevels=mip_levels, arrayLayers=1, samples=samples, tiling=vk.VK_IMAGE_TILING_OPTIMAL,
                 usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED)
-            self.handle = vk.vkCreateImage(dev, info, None)
+            self.handle = call("vkCreateImage", dev, info, None)
             req = vk.vkGetImageMemoryRequirements(dev, self.handle)
             index = ctx.find_memory_type(req.memoryTypeBits, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
-            self.memory = vk.vkAllocateMemory(dev, vk.VkMemoryAllocateInfo(allocationSize=req.size,
+            self.memory = call("vkAllocateMemory", dev, vk.VkMemoryAllocateInfo(allocationSize=req.size,
                                                                            memoryTypeIndex=index), None)
-            vk.vkBindImageMemory(dev, self.handle, self.memory, 0)
+            call("vkBindImageMemory", dev, self.handle, self.memory, 0)
             rng = vk.VkImageSubresourceRange(aspectMask=aspect, baseMipLevel=0, levelCount=mip_levels,
                                              baseArrayLayer=0, layerCount=1)
-            self.view = vk.vkCreateImageView(dev, vk.VkImageViewCreateInfo(
+            self.view = call("vkCreateImageView", dev, vk.VkImageViewCreateInfo(
                 image=self.handle, viewType=vk.VK_IMAGE_VIEW_TYPE_2D, format=fmt, subresourceRange=rng), None)
         except BaseException:
             self._release()
@@ -227,7 +227,7 @@ class Sampler:
                 anisotropyEnable=vk.VK_TRUE if aniso > 1.0 else vk.VK_FALSE, maxAnisotropy=max(aniso, 1.0),
                 minLod=0.0, maxLod=vk.VK_LOD_CLAMP_NONE if s.mipmaps else 0.0,
                 borderColor=vk.VK_BORDER_COLOR_FLOAT_OPAQUE_WHITE)
-        self.handle = vk.vkCreateSampler(ctx.device, info, None)
+        self.handle = call("vkCreateSampler", ctx.device, info, None)
         self._key = ctx.track("sampler", self._release)
 
     def _release(self) -> None:

@@ -1,8 +1,9 @@
 """Sparse GPU morph data (seed 000 ``buildGpuMorphData``): CSR deltas per vertex, std430 layouts as numpy dtypes.
 
-The numpy dtypes below are the single source of truth for the shader's struct layouts (a test compares them
-with glsl/morph.comp). Building is vectorized per target (a loop over T, never over V), so 1M vertices x 50
-targets is seconds, and memory stays O(non-zero deltas) beyond the asset itself.
+The numpy dtypes below are the single source of truth for the shader's struct layouts: gpu/interface.py
+declares them as the morph pipelines' storage-buffer elements and generates the GLSL structs from them.
+Building is vectorized per target (a loop over T, never over V), so 1M vertices x 50 targets is seconds, and
+memory stays O(non-zero deltas) beyond the asset itself.
 """
 
 from __future__ import annotations
@@ -154,15 +155,3 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
     out["c"][:, 1] = t + weight_offset
     return out, scales
 
-
-def dequantized(data: GpuMorphData) -> GpuMorphData:
-    """The same data with deltas rounded exactly as the compact format stores them (for error analysis)."""
-    scales = target_scales(data)
-    d = data.deltas.copy()
-    t = d["metadata"][:, 0].astype(np.int64)
-    for k, field in enumerate(("position", "normal", "tangent")):
-        s = scales[t, k][:, None]
-        q = np.round(np.clip(d[field][:, :3] / s, -1, 1) * 32767.0)
-        d[field][:, :3] = np.maximum(q / 32767.0, -1.0) * s
-    return GpuMorphData(data.base_vertices, data.vertex_offsets, d, data.conservative_bounds,
-                        data.maximum_position_delta, data.target_count)

@@ -15,17 +15,18 @@ from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
 from ..gpu.image import Image, Sampler, TextureData, upload_textures
+from ..gpu.interface import MATERIAL_UBO, SCENE
+from ..gpu.pipeline import descriptor_type, set_layout_bindings
 from ..gpu.vk import vk
 
-MATERIAL_UBO = np.dtype([("base_color", "<f4", 4), ("emissive", "<f4", 4), ("params", "<f4", 4),
-                         ("modes", "<i4", 4)])
+MATERIAL_SET = 2
 UBO_STRIDE = 256                      # >= every device's minUniformBufferOffsetAlignment
-ALPHA_CODES = {"OPAQUE": 0, "MASK": 1, "BLEND": 2}
-# texture slots in binding order 1..5: (Material attribute, sRGB?)
-SLOTS = (("base_color_texture", True), ("metallic_roughness_texture", False), ("normal_texture", False),
-         ("occlusion_texture", False), ("emissive_texture", True))
-BINDINGS = [(0, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, vk.VK_SHADER_STAGE_FRAGMENT_BIT)] + [
-    (i + 1, vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, vk.VK_SHADER_STAGE_FRAGMENT_BIT) for i in range(len(SLOTS))]
+ALPHA_CODES = {m: SCENE.constant(f"ALPHA_{m}") for m in ("OPAQUE", "MASK", "BLEND")}
+# texture slots (bit i of modes.y is slot i): (Material attribute, interface binding, sRGB?)
+SLOTS = (("base_color_texture", "base_color_tex", True),
+         ("metallic_roughness_texture", "metallic_roughness_tex", False),
+         ("normal_texture", "normal_tex", False), ("occlusion_texture", "occlusion_tex", False),
+         ("emissive_texture", "emissive_tex", True))
 
 
 def material_block(m: Material, has: dict[str, bool]) -> np.ndarray:
@@ -37,7 +38,7 @@ def material_block(m: Material, has: dict[str, bool]) -> np.ndarray:
     strength = m.occlusion_texture.scale if m.occlusion_texture is not None and has["occlusion_texture"] else 0.0
     u["params"] = (m.metallic_factor, m.roughness_factor, strength, m.alpha_cutoff)
     uv1 = 0
-    for i, (slot, _) in enumerate(SLOTS):
+    for i, (slot, _, _) in enumerate(SLOTS):
         ref = getattr(m, slot)
         if ref is not None and ref.texcoord == 1:
             uv1 |= 1 << i
@@ -52,10 +53,12 @@ class MaterialTable:
         self.ctx, self.materials = ctx, materials
         self.warnings: list[str] = [p for m in materials for p in m.problems]
         self._owned: list = []          # images, samplers, buffers: destroyed in reverse order
-        self.layout = G.set_layout(ctx, group, BINDINGS)
+        self.layout = G.set_layout(ctx, group, set_layout_bindings(SCENE, MATERIAL_SET))
         n = len(materials)
-        self.pool = G.descriptor_pool(ctx, group, n, {vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER: n,
-                                                      vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER: n * len(SLOTS)})
+        counts: dict[int, int] = {}
+        for b in SCENE.set_bindings(MATERIAL_SET):
+            counts[descriptor_type(b)] = counts.get(descriptor_type(b), 0) + n
+        self.pool = G.descriptor_pool(ctx, group, n, counts)
         try:
             self._build(group, mipmaps)
         except BaseException:
@@ -70,7 +73,7 @@ class MaterialTable:
         per_material: list[dict[str, tuple[int, SamplerSettings] | None]] = []
         for m in self.materials:
             slots = {}
-            for slot, srgb in SLOTS:
+            for slot, _, srgb in SLOTS:
                 ref: TextureRef | None = getattr(m, slot)
                 slots[slot] = None
                 if ref is None:
@@ -109,21 +112,23 @@ class MaterialTable:
 
         blocks = np.zeros(max(1, len(self.materials)) * UBO_STRIDE, np.uint8)
         for i, (m, slots) in enumerate(zip(self.materials, per_material)):
-            has = {slot: slots[slot] is not None for slot, _ in SLOTS}
+            has = {slot: slots[slot] is not None for slot, _, _ in SLOTS}
             blocks[i * UBO_STRIDE:i * UBO_STRIDE + MATERIAL_UBO.itemsize] = material_block(m, has).view(np.uint8)
         self.ubo = M.device_buffer(ctx, blocks, M.UNIFORM, name="material constants")
         self._owned.append(self.ubo)
         self.sets = []
         for i, slots in enumerate(per_material):
             s = G.allocate_set(ctx, self.pool, self.layout)
-            G.write_buffer(ctx, s, 0, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, self.ubo.handle, i * UBO_STRIDE,
+            ubo = SCENE["material"]
+            G.write_buffer(ctx, s, ubo.binding, descriptor_type(ubo), self.ubo.handle, i * UBO_STRIDE,
                            MATERIAL_UBO.itemsize)
-            for b, (slot, srgb) in enumerate(SLOTS):
+            for slot, binding, srgb in SLOTS:
                 if slots[slot] is None:
                     img, smp = default_image[srgb], sampler(SamplerSettings())
                 else:
                     img, smp = images[slots[slot][0]], sampler(slots[slot][1])
-                G.write_image(ctx, s, b + 1, img.view, smp.handle, vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
+                G.write_image(ctx, s, SCENE[binding].binding, img.view, smp.handle,
+                              vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
             self.sets.append(s)
         self.texture_count = len(data) - 2
         self.mip_levels = [img.mip_levels for img in images[:-2]]

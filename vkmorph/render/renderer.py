@@ -19,11 +19,13 @@ import numpy as np
 
 from ..anim.skeleton import Skeleton
 from ..asset.materials import Material
-from ..asset.model import SKINNED_VERTEX, STATIC_VERTEX, MeshPrimitiveAsset, SceneAsset
+from ..asset.model import STATIC_VERTEX, MeshPrimitiveAsset, SceneAsset
 from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
 from ..gpu.image import DEPTH_FORMAT, Image, Sampler, depth_stencil_format, has_stencil, msaa_samples
+from ..gpu.interface import EXTRA_INPUT, EXTRA_VERTEX, FRAME_UBO, ITEM_PUSH, SCENE, SKINNED_INPUT, STATIC_INPUT
+from ..gpu.pipeline import descriptor_type, push_constant_stages, set_layout_bindings
 from ..gpu.vk import vk
 from ..morph.reference import skin_reference
 from .camera import OrbitCamera, light_view_proj
@@ -31,14 +33,10 @@ from .material_table import MaterialTable
 from .morph_pass import FrameCounters, MorphRuntime, PrimitiveInstance, vertex_input_of
 from .skin_capture import palette_bytes
 
-FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
-                      ("camera_pos", "<f4", 4), ("sky", "<f4", 4), ("ground", "<f4", 4), ("viewport", "<f4", 4),
-                      ("outline_color", "<f4", 4)])
-ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4")])
-PASS_FORWARD, PASS_SHADOW, PASS_OUTLINE = 0, 1, 2
-# binding 1: never morphed per-vertex data (COLOR_0, TEXCOORD_1) at locations 6 and 7 of every pipeline
-EXTRA_VERTEX = np.dtype([("color", "<f4", 4), ("texcoord1", "<f4", 2)])
-EXTRA_ATTRIBUTES = [(6, vk.VK_FORMAT_R32G32B32A32_SFLOAT, 0), (7, vk.VK_FORMAT_R32G32_SFLOAT, 16)]
+PASS_FORWARD, PASS_SHADOW, PASS_OUTLINE = (SCENE.constant(n) for n in ("PASS_FORWARD", "PASS_SHADOW",
+                                                                       "PASS_OUTLINE"))
+# binding 1 of every pipeline: never morphed per-vertex data (COLOR_0, TEXCOORD_1)
+EXTRA_ATTRIBUTES = [(a.location, getattr(vk, a.vk_format), a.offset) for a in EXTRA_INPUT.vertex_attributes()]
 GROUND_COLOR = (0.36, 0.36, 0.34, 1.0)
 SKY_COLOR = (0.62, 0.72, 0.85, 1.0)         # clear colour (linear)
 SKY_AMBIENT = (0.44, 0.46, 0.50)            # hemisphere ambient from above / below (linear radiance)
@@ -238,14 +236,10 @@ class SceneRenderer:
         materials, material_index = self._materials(ground_prim)
         self.material_table = self._own(MaterialTable(ctx, g, materials, mipmaps=mipmaps))
         self.warnings = list(self.material_table.warnings)
-        vf = vk.VK_SHADER_STAGE_VERTEX_BIT | vk.VK_SHADER_STAGE_FRAGMENT_BIT
-        self.frame_layout = G.set_layout(ctx, g, [
-            (0, vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, vk.VK_SHADER_STAGE_FRAGMENT_BIT),
-            (1, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, vf)])
-        self.item_layout = G.set_layout(ctx, g, [(0, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                  vk.VK_SHADER_STAGE_VERTEX_BIT)])
+        self.frame_layout = G.set_layout(ctx, g, set_layout_bindings(SCENE, 0))
+        self.item_layout = G.set_layout(ctx, g, set_layout_bindings(SCENE, 1))
         self.layout = G.pipeline_layout(ctx, g, [self.frame_layout, self.item_layout, self.material_table.layout],
-                                        ITEM_PUSH.itemsize, vf)
+                                        SCENE.push.size, push_constant_stages(SCENE))
 
         prims = [inst.prim for inst in self.runtime.instances] + ([ground_prim] if ground_prim else [])
         extra = self._extra_buffers(prims)
@@ -268,7 +262,7 @@ class SceneRenderer:
         self._build_sets(late)
 
     def _build_pipelines(self, g: G.ObjectGroup) -> None:
-        static_in, skinned_in = vertex_input_of(STATIC_VERTEX), vertex_input_of(SKINNED_VERTEX)
+        static_in, skinned_in = vertex_input_of(STATIC_INPUT.vertex), vertex_input_of(SKINNED_INPUT.vertex)
         stencil = self.stencil
 
         def spec(skinned, fs, **kw):
@@ -304,15 +298,16 @@ class SceneRenderer:
         for _ in range(self.slots):
             ubo = self._own(M.host_buffer(ctx, FRAME_UBO.itemsize, M.UNIFORM, name="frame constants"))
             s = G.allocate_set(ctx, self.pool, self.frame_layout)
-            G.write_image(ctx, s, 0, self.shadow_map.view, self.shadow_sampler.handle,
+            G.write_image(ctx, s, SCENE["shadow_map"].binding, self.shadow_map.view, self.shadow_sampler.handle,
                           vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
-            G.write_buffer(ctx, s, 1, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, ubo.handle)
+            G.write_buffer(ctx, s, SCENE["frame"].binding, descriptor_type(SCENE["frame"]), ubo.handle)
             self.frame_ubos.append(ubo)
             self.frame_sets.append(s)
         # static items bind a one-matrix identity palette so every item uses the same pipeline layout
         ident = self._own(M.device_buffer(ctx, palette_bytes(np.eye(4)[None]), M.STORAGE, name="identity palette"))
         ident_set = G.allocate_set(ctx, self.pool, self.item_layout)
-        G.write_buffer(ctx, ident_set, 0, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, ident.handle)
+        palette = SCENE["palette"]
+        G.write_buffer(ctx, ident_set, palette.binding, descriptor_type(palette), ident.handle)
         self._palettes: dict[tuple[int, int], M.Buffer] = {}
         for it in self.items:
             for p in (PASS_FORWARD, PASS_SHADOW, PASS_OUTLINE):
@@ -327,7 +322,7 @@ class SceneRenderer:
                 for slot in range(self.slots):
                     buf = self._own(M.host_buffer(ctx, 64 * joints, M.STORAGE, name="skinning palette"))
                     s = G.allocate_set(ctx, self.pool, self.item_layout)
-                    G.write_buffer(ctx, s, 0, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, buf.handle)
+                    G.write_buffer(ctx, s, palette.binding, descriptor_type(palette), buf.handle)
                     it.palette_sets.append(s)
                     self._palettes[(id(it), slot)] = buf
             else:
@@ -384,7 +379,7 @@ class SceneRenderer:
         d = self.light_dir / np.linalg.norm(self.light_dir)
         f["light_dir"] = (*d, self.light_intensity)
         f["camera_pos"] = (*self.camera.eye, self.exposure)
-        f["sky"] = (*SKY_AMBIENT, 0.0015)       # a: shadow bias
+        f["sky"] = (*SKY_AMBIENT, 0.0)
         f["ground"] = (*GROUND_AMBIENT, OUTLINE_PIXELS)
         f["viewport"] = (width, height, 0.0, 0.0)
         f["outline_color"] = OUTLINE_COLOR
@@ -464,7 +459,7 @@ class SceneRenderer:
     def _draw(self, cb, slot: int, items, p: int, key) -> None:
         bound = None
         stencil_ref = None
-        stages = vk.VK_SHADER_STAGE_VERTEX_BIT | vk.VK_SHADER_STAGE_FRAGMENT_BIT
+        stages = push_constant_stages(SCENE)
         for it in items:
             pipe = self.pipelines[key(it)]
             if pipe is not bound:

@@ -1,0 +1,372 @@
+"""Shader interfaces, declared once (the model is pygfx's ``renderers/wgpu/shader/bindings.py``).
+
+Each ``ShaderInterface`` below is the single declaration of what a pipeline's shaders and its Python side share:
+descriptor bindings by name (set, binding number, descriptor kind, stages, the element of a storage buffer as a
+GLSL type or a numpy struct dtype), push constants (a numpy dtype), the compute local size, vertex inputs (the
+vertex dtypes of ``asset/model.py``) and named constants. From it
+
+* ``tools/compile_shaders.py`` writes ``glsl/gen/<name>.glsl``, the GLSL declarations the shaders ``#include``
+  (``--check`` fails when one is stale, as for SPIR-V, and when a generated layout disagrees with its dtype);
+* ``gpu/pipeline.py`` builds descriptor set layouts, pipeline layouts, push-constant ranges, descriptor writes
+  (by binding NAME, never list position) and vertex-input descriptions.
+
+Naming rule: a Python name in snake_case becomes camelCase in GLSL (``first_vertex`` -> ``firstVertex``,
+``base_vertices`` -> ``baseVertices``), its block name CamelCase (``BaseVertices``); vertex attribute ``normal``
+becomes ``inNormal``. ``member``/``block``/``instance`` override the derived GLSL names where a shader's code
+reads them differently. A numpy field of 16 float32 is a column-major ``mat4``.
+
+This module imports numpy only (no Vulkan), so the shader tool runs without a Vulkan loader.
+See docs/architecture.md, "Shader interfaces", for adding a binding or a vertex attribute step by step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..asset.model import SKINNED_VERTEX, STATIC_VERTEX
+from ..morph.gpu_data import BASE_VERTEX, COMPACT_DELTA, MORPH_DELTA
+
+# descriptor kinds
+STORAGE, UNIFORM, SAMPLER = "storage", "uniform", "sampler"
+# shader stages
+COMPUTE, VERTEX, FRAGMENT = "compute", "vertex", "fragment"
+
+
+def camel(name: str) -> str:
+    """``first_vertex`` -> ``firstVertex``."""
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def pascal(name: str) -> str:
+    """``base_vertices`` -> ``BaseVertices``."""
+    c = camel(name)
+    return c[:1].upper() + c[1:]
+
+
+_SCALARS = {"f": "float", "u": "uint", "i": "int"}
+_VECTOR_PREFIX = {"f": "", "u": "u", "i": "i"}
+
+
+def glsl_type(sub: np.dtype) -> str:
+    """GLSL type of one numpy field (4-byte scalars, 2-4 vectors, 16 floats = mat4)."""
+    kind, shape = sub.base.kind, sub.shape
+    if sub.base.itemsize != 4 or kind not in _SCALARS:
+        raise ValueError(f"field type {sub} has no GLSL equivalent (4-byte float/uint/int only)")
+    n = int(np.prod(shape)) if shape else 1
+    if n == 1:
+        return _SCALARS[kind]
+    if kind == "f" and n == 16:
+        return "mat4"
+    if 2 <= n <= 4 and len(shape) == 1:
+        return f"{_VECTOR_PREFIX[kind]}vec{n}"
+    raise ValueError(f"field shape {shape} has no GLSL equivalent")
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A GLSL struct (storage-buffer element) or block body (uniform / push constants) whose truth is a dtype."""
+
+    name: str                      # GLSL struct / block name
+    dtype: np.dtype
+    source: str = ""               # where the dtype lives, for the generated comment
+    notes: tuple[tuple[str, str], ...] = ()   # (field, comment) pairs copied into the generated GLSL
+
+    def fields(self) -> list[tuple[str, str, int]]:
+        """(GLSL type, GLSL name, byte offset) per field, in order."""
+        return [(glsl_type(self.dtype.fields[n][0]), camel(n), self.dtype.fields[n][1]) for n in self.dtype.names]
+
+    def body(self, indent: str = "    ") -> list[str]:
+        notes = dict(self.notes)
+        lines = []
+        for name, (typ, gname, _) in zip(self.dtype.names, self.fields()):
+            line = f"{indent}{typ} {gname};"
+            if name in notes:
+                line = f"{line:<28}// {notes[name]}"
+            lines.append(line)
+        return lines
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One descriptor. ``element``: storage -> GLSL type or Struct of the array element; uniform -> the Struct
+    that is the block; sampler -> the GLSL sampler type."""
+
+    name: str
+    binding: int
+    kind: str
+    stages: tuple[str, ...]
+    element: str | Struct
+    access: str = ""              # "readonly" | "writeonly" | "" (storage only)
+    set: int = 0
+    member: str | None = None     # GLSL array name in the block (default camel(name))
+    block: str | None = None      # GLSL block name (default pascal(name), or the Struct's name for uniforms)
+    instance: str | None = None   # GLSL instance name; members are then read as instance.member
+
+    @property
+    def glsl_name(self) -> str:
+        return self.member or camel(self.name)
+
+    @property
+    def block_name(self) -> str:
+        if self.block:
+            return self.block
+        if self.kind == UNIFORM and isinstance(self.element, Struct):
+            return self.element.name
+        return pascal(self.name)
+
+
+@dataclass(frozen=True)
+class PushConstants:
+    struct: Struct
+    stages: tuple[str, ...]
+    instance: str = "pc"
+
+    @property
+    def size(self) -> int:
+        return self.struct.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class VertexAttribute:
+    location: int
+    name: str          # the dtype field
+    glsl: str          # GLSL type
+    vk_format: str     # VkFormat enumerant name (resolved in gpu/pipeline.py)
+    offset: int        # bytes
+
+
+_FORMAT_SUFFIX = {"f": "SFLOAT", "u": "UINT", "i": "SINT"}
+
+
+def vertex_attributes(dtype: np.dtype, first_location: int = 0) -> list[VertexAttribute]:
+    """One attribute per field of a vertex dtype, location = first_location + field order (``inPosition`` at
+    location 0, ...)."""
+    out = []
+    for loc, name in enumerate(dtype.names, first_location):
+        sub, off = dtype.fields[name][:2]
+        n = int(np.prod(sub.shape)) if sub.shape else 1
+        fmt = "VK_FORMAT_" + "".join(f"{c}32" for c in "RGBA"[:n]) + "_" + _FORMAT_SUFFIX[sub.base.kind]
+        out.append(VertexAttribute(loc, name, glsl_type(sub), fmt, off))
+    return out
+
+
+@dataclass(frozen=True)
+class ShaderInterface:
+    """Everything one pipeline's shaders share with Python. ``name`` is the generated header glsl/gen/<name>.glsl."""
+
+    name: str
+    shaders: tuple[str, ...]                 # glsl/ files that #include "gen/<name>.glsl"
+    doc: str = ""
+    bindings: tuple[Binding, ...] = ()
+    push: PushConstants | None = None
+    local_size: int | None = None            # compute: local_size_x
+    vertex: np.dtype | None = None           # vertex inputs: one attribute per field
+    vertex_location: int = 0                 # location of the first field (a second vertex binding)
+    constants: tuple[tuple[str, str, float | int], ...] = ()   # (GLSL type, NAME, value)
+
+    def __getitem__(self, name: str) -> Binding:
+        for b in self.bindings:
+            if b.name == name:
+                return b
+        raise KeyError(f"interface {self.name!r} has no binding {name!r}; it has {[b.name for b in self.bindings]}")
+
+    def constant(self, name: str) -> float | int:
+        for _, n, v in self.constants:
+            if n == name:
+                return v
+        raise KeyError(name)
+
+    @property
+    def stage(self) -> str:
+        return COMPUTE if self.local_size is not None else VERTEX
+
+    @property
+    def shader(self) -> str:
+        """The one shader of a compute interface."""
+        if len(self.shaders) != 1:
+            raise ValueError(f"interface {self.name!r} is used by {self.shaders}, not one shader")
+        return self.shaders[0]
+
+    def sets(self) -> list[int]:
+        return sorted({b.set for b in self.bindings})
+
+    def set_bindings(self, set_index: int) -> list[Binding]:
+        return [b for b in self.bindings if b.set == set_index]
+
+    def structs(self) -> list[Struct]:
+        """The GLSL structs this interface declares (storage-buffer elements), first use order, no repeats."""
+        seen: dict[str, Struct] = {}
+        for b in self.bindings:
+            if b.kind == STORAGE and isinstance(b.element, Struct):
+                seen.setdefault(b.element.name, b.element)
+        return list(seen.values())
+
+    def groups(self, count: int) -> int:
+        """Work groups covering ``count`` invocations."""
+        return (count + self.local_size - 1) // self.local_size
+
+    def vertex_attributes(self) -> list[VertexAttribute]:
+        return vertex_attributes(self.vertex, self.vertex_location) if self.vertex is not None else []
+
+
+# ---------------------------------------------------------------------------------------------------- structs
+_GPU_DATA = "numpy vkmorph.morph.gpu_data"
+BASE_VERTEX_STRUCT = Struct("BaseVertex", BASE_VERTEX, f"{_GPU_DATA}.BASE_VERTEX",
+                            (("tangent", "w = handedness (not written back)"),))
+MORPH_DELTA_STRUCT = Struct("MorphDelta", MORPH_DELTA, f"{_GPU_DATA}.MORPH_DELTA",
+                            (("metadata", "x = weight index (the runtime's flat weight array)"),))
+COMPACT_DELTA_STRUCT = Struct("CompactDelta", COMPACT_DELTA, f"{_GPU_DATA}.COMPACT_DELTA",
+                              (("a", "snorm16 (p.x, p.y), (p.z, n.x)"), ("b", "snorm16 (n.y, n.z), (t.x, t.y)"),
+                               ("c", "snorm16 (t.z, 0), weight index")))
+
+MORPH_PUSH = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4")])
+SKIN_CAPTURE_PUSH = np.dtype([(n, "<u4") for n in ("vertex_count", "stride_words", "position_offset",
+                                                   "normal_offset", "tangent_offset", "joints_offset",
+                                                   "weights_offset")])
+COPY_PUSH = np.dtype([("count", "<u4"), ("xor_mask", "<u4")])
+FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
+                      ("camera_pos", "<f4", 4), ("sky", "<f4", 4), ("ground", "<f4", 4), ("viewport", "<f4", 4),
+                      ("outline_color", "<f4", 4)])
+ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4")])
+MATERIAL_UBO = np.dtype([("base_color", "<f4", 4), ("emissive", "<f4", 4), ("params", "<f4", 4),
+                         ("modes", "<i4", 4)])
+# binding 1 of every graphics pipeline: per-vertex data that is never morphed (COLOR_0, TEXCOORD_1)
+EXTRA_VERTEX = np.dtype([("color", "<f4", 4), ("texcoord1", "<f4", 2)])
+EXTRA_VERTEX_LOCATION = 6    # after the skinned vertex's six attributes
+
+# ---------------------------------------------------------------------------------------------------- compute
+MORPH_LOCAL_SIZE = 64
+NORMALIZE_EPSILON = 1e-12   # squared length; same constant in vkmorph/morph/reference.py (a test compares)
+
+
+def _morph(name: str, shader: str, delta: Struct, extra: tuple[Binding, ...] = ()) -> ShaderInterface:
+    c = (COMPUTE,)
+    return ShaderInterface(
+        name, (shader,), f"batched sparse morph pass ({delta.name} deltas)",
+        bindings=(Binding("base_vertices", 0, STORAGE, c, BASE_VERTEX_STRUCT, "readonly"),
+                  Binding("vertex_offsets", 1, STORAGE, c, "uint", "readonly"),
+                  Binding("deltas", 2, STORAGE, c, delta, "readonly"),
+                  Binding("weights", 3, STORAGE, c, "float", "readonly"),
+                  Binding("out_words", 4, STORAGE, c, "float", "writeonly", block="Output"),
+                  Binding("out_word", 5, STORAGE, c, "uint", "readonly", block="OutputBase")) + extra,
+        push=PushConstants(Struct("Push", MORPH_PUSH, notes=(
+            ("first_vertex", "global index of the first vertex of this dispatch"),)), c),
+        local_size=MORPH_LOCAL_SIZE,
+        constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON),))
+
+
+MORPH = _morph("morph", "morph.comp", MORPH_DELTA_STRUCT)
+MORPH_COMPACT = _morph("morph_compact", "morph_compact.comp", COMPACT_DELTA_STRUCT,
+                       (Binding("scales", 6, STORAGE, (COMPUTE,), "vec4", "readonly"),))
+
+SKIN_CAPTURE = ShaderInterface(
+    "skin_capture", ("skin.comp",), "skinning capture over a vertex buffer read as raw words",
+    bindings=(Binding("vertices", 0, STORAGE, (COMPUTE,), "uint", "readonly", member="words", instance="src"),
+              Binding("palette", 1, STORAGE, (COMPUTE,), "mat4", "readonly", member="joints", instance="palette"),
+              Binding("output", 2, STORAGE, (COMPUTE,), "vec4", "writeonly", member="values", block="Out",
+                      instance="dst")),
+    push=PushConstants(Struct("Push", SKIN_CAPTURE_PUSH, notes=(("stride_words", "offsets in 32-bit words"),)),
+                       (COMPUTE,)),
+    local_size=64)
+
+COPY = ShaderInterface(
+    "copy", ("copy.comp",), "coalesced uvec4 copy (round-trip test kernel, bandwidth ceiling of the benchmark)",
+    bindings=(Binding("src", 0, STORAGE, (COMPUTE,), "uvec4", "readonly"),
+              Binding("dst", 1, STORAGE, (COMPUTE,), "uvec4", "writeonly")),
+    push=PushConstants(Struct("Push", COPY_PUSH, notes=(("count", "number of uvec4 elements"),
+                                                        ("xor_mask", "0 for a pure copy; tests prove the kernel ran"))),
+                       (COMPUTE,)),
+    local_size=256)
+
+# ---------------------------------------------------------------------------------------------------- graphics
+SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows with the light's grazing angle)
+_VF = (VERTEX, FRAGMENT)
+_F = (FRAGMENT,)
+SCENE = ShaderInterface(
+    "scene", ("skin.vert", "static.vert", "forward.frag", "outline.frag", "shadow_mask.frag"),
+    "graphics pipelines: set 0 per frame (shadow map, frame constants), set 1 per item (skinning palette), "
+    "set 2 per material",
+    bindings=(Binding("shadow_map", 0, SAMPLER, _F, "sampler2DShadow"),
+              Binding("frame", 1, UNIFORM, _VF, Struct("Frame", FRAME_UBO, "FRAME_UBO", notes=(
+                  ("view_proj", "camera"),
+                  ("light_view_proj", "directional light (orthographic), also samples the shadow map"),
+                  ("light_dir", "xyz: direction the light travels (world), w: intensity"),
+                  ("camera_pos", "xyz, w: exposure"), ("sky", "rgb: hemisphere ambient from above"),
+                  ("ground", "rgb: hemisphere ambient from below, a: outline width (pixels)"),
+                  ("viewport", "xy: framebuffer size (pixels)"),
+                  ("outline_color", "linear RGBA of the selected mesh's outline"))), instance="frame"),
+              Binding("palette", 0, STORAGE, (VERTEX,), "mat4", "readonly", set=1, member="joints",
+                      instance="palette"),
+              Binding("material", 0, UNIFORM, _F, Struct("Material", MATERIAL_UBO, "MATERIAL_UBO", notes=(
+                  ("base_color", "linear RGBA factor"), ("emissive", "rgb: emissive factor, a: normal scale"),
+                  ("params", "metallic, roughness, occlusion strength, alpha cutoff"),
+                  ("modes", "alpha mode (ALPHA_*), bit i: texture slot i reads TEXCOORD_1, has normal map"))),
+                      set=2, instance="material"),
+              Binding("base_color_tex", 1, SAMPLER, _F, "sampler2D", set=2),           # sRGB
+              Binding("metallic_roughness_tex", 2, SAMPLER, _F, "sampler2D", set=2),   # g roughness, b metallic
+              Binding("normal_tex", 3, SAMPLER, _F, "sampler2D", set=2),               # tangent space
+              Binding("occlusion_tex", 4, SAMPLER, _F, "sampler2D", set=2),            # r
+              Binding("emissive_tex", 5, SAMPLER, _F, "sampler2D", set=2)),            # sRGB
+    push=PushConstants(Struct("Item", ITEM_PUSH, "ITEM_PUSH", notes=(
+        ("model", "node world matrix"),
+        ("pass", "PASS_FORWARD, PASS_SHADOW (light's view) or PASS_OUTLINE (grown along the normal)"),
+        ("heat_joint", ">= 0: show the weight of this joint as a heat map"))), _VF, instance="item"),
+    constants=(("float", "SHADOW_BIAS", SHADOW_BIAS), ("int", "PASS_FORWARD", 0), ("int", "PASS_SHADOW", 1),
+               ("int", "PASS_OUTLINE", 2), ("int", "ALPHA_OPAQUE", 0), ("int", "ALPHA_MASK", 1),
+               ("int", "ALPHA_BLEND", 2)))
+
+STATIC_INPUT = ShaderInterface("static_vertex", ("static.vert",), "vertex inputs of unskinned items",
+                               vertex=STATIC_VERTEX)
+SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert",), "vertex inputs of skinned items",
+                                vertex=SKINNED_VERTEX)
+EXTRA_INPUT = ShaderInterface("extra_vertex", ("skin.vert", "static.vert"),
+                              "vertex binding 1 of every graphics pipeline (COLOR_0, TEXCOORD_1; not morphed)",
+                              vertex=EXTRA_VERTEX, vertex_location=EXTRA_VERTEX_LOCATION)
+
+INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, SKIN_CAPTURE, COPY, SCENE, STATIC_INPUT,
+                                           SKINNED_INPUT, EXTRA_INPUT)
+
+
+# ---------------------------------------------------------------------------------------------------- GLSL
+def _block(qual: str, kind: str, block: str, body: list[str], instance: str | None) -> list[str]:
+    return [f"layout({qual}) {kind} {block} {{", *body, f"}}{' ' + instance if instance else ''};"]
+
+
+def glsl_header(iface: ShaderInterface) -> str:
+    """The text of glsl/gen/<name>.glsl."""
+    out = [f"// GENERATED by tools/compile_shaders.py from vkmorph/gpu/interface.py ({iface.name}): do not edit;",
+           "// change the declaration there and run `python tools/compile_shaders.py`."]
+    if iface.doc:
+        out.append(f"// {iface.doc}")
+    out += [f"// Included by: {', '.join(iface.shaders)}", ""]
+    if iface.local_size is not None:
+        out += [f"layout(local_size_x = {iface.local_size}) in;", ""]
+    if iface.constants:
+        out += [f"const {t} {n} = {v!r};" for t, n, v in iface.constants] + [""]
+    for s in iface.structs():
+        out += [f"struct {s.name} {{{'  // ' + str(s.dtype.itemsize) + ' bytes, ' + s.source if s.source else ''}",
+                *s.body(), "};", ""]
+    for b in iface.bindings:
+        where = f"set = {b.set}, binding = {b.binding}"
+        if b.kind == SAMPLER:
+            out.append(f"layout({where}) uniform {b.element} {b.glsl_name};")
+        elif b.kind == UNIFORM:
+            out += _block(f"std140, {where}", "uniform", b.block_name, b.element.body(), b.instance)
+        else:
+            elem = b.element.name if isinstance(b.element, Struct) else b.element
+            access = f"{b.access} " if b.access else ""
+            inst = f" {b.instance}" if b.instance else ""
+            out.append(f"layout(std430, {where}) {access}buffer {b.block_name} {{ {elem} {b.glsl_name}[]; }}{inst};")
+    if iface.bindings:
+        out.append("")
+    if iface.push is not None:
+        out += _block("push_constant", "uniform", iface.push.struct.name, iface.push.struct.body(),
+                      iface.push.instance) + [""]
+    for a in iface.vertex_attributes():
+        out.append(f"layout(location = {a.location}) in {a.glsl} in{pascal(a.name)};")
+    if iface.vertex is not None:
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
