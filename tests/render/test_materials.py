@@ -180,6 +180,11 @@ def test_mip_chain_keeps_a_grazing_checkerboard_from_aliasing(ctx, tmp_path):
         band = lum[rows[0]:rows[0] + 12, 10:-10]   # the farthest rows fully covered by the floor
         return float(band.std()), r.material_table.mip_levels
 
+    from vkmorph.gpu.vk import vk
+
+    offered = vk.vkGetPhysicalDeviceFeatures(ctx.physical_device).samplerAnisotropy
+    limit = vk.vkGetPhysicalDeviceProperties(ctx.physical_device).limits.maxSamplerAnisotropy
+    assert ctx.max_anisotropy == (min(16.0, limit) if offered else 0.0)   # anisotropic filtering where offered
     noisy, levels_off = far_field_noise(False)
     smooth, levels_on = far_field_noise(True)
     assert levels_on == [7] and levels_off == [1]      # 64x64 -> 7 levels

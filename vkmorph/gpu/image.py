@@ -162,7 +162,8 @@ class TextureData:
 
 def upload_textures(ctx: Context, textures: Sequence[TextureData]) -> list[Image]:
     """Device images for ``textures`` (sRGB or linear RGBA8, full mip chains where the format can be blitted),
-    uploaded through one staging buffer in one submission. The caller owns (destroys) the images."""
+    uploaded through one staging buffer in one command buffer: at once on owned contexts, in the host's next
+    command buffer on borrowed ones (Context.queue_upload). The caller owns (destroys) the images."""
     images: list[Image] = []
     offsets, total = [], 0
     for t in textures:
@@ -179,19 +180,22 @@ def upload_textures(ctx: Context, textures: Sequence[TextureData]) -> list[Image
                                 | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT | vk.VK_IMAGE_USAGE_SAMPLED_BIT,
                                 vk.VK_IMAGE_ASPECT_COLOR_BIT, name=t.name, mip_levels=levels))
             staging.mapped[off:off + t.rgba.nbytes] = np.ascontiguousarray(t.rgba).reshape(-1)
+    except BaseException:
+        for img in reversed(images):
+            img.destroy()
+        staging.destroy()
+        raise
 
-        def record(cb):
-            for img, off in zip(images, offsets):
-                record_mip_upload(cb, img, staging.handle, off)
+    def record(cb):
+        for img, off in zip(images, offsets):
+            record_mip_upload(cb, img, staging.handle, off)
 
-        if images:
-            ctx.submit_and_wait(record)
+    try:
+        ctx.queue_upload(record, "textures", staging.destroy)
     except BaseException:
         for img in reversed(images):
             img.destroy()
         raise
-    finally:
-        staging.destroy()
     return images
 
 
