@@ -71,7 +71,9 @@ class ImageSource:
         try:
             with Image.open(io.BytesIO(raw)) as im:
                 rgba = np.asarray(im.convert("RGBA"), np.uint8)
-        except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        except UnidentifiedImageError:
+            raise MaterialDataError(f"cannot decode {len(raw)} bytes: not an image format Pillow reads") from None
+        except (OSError, ValueError, SyntaxError) as exc:  # truncated or damaged data
             raise MaterialDataError(f"cannot decode ({str(exc).splitlines()[0][:80]})") from None
         if rgba.ndim != 3 or rgba.shape[0] < 1 or rgba.shape[1] < 1:
             raise MaterialDataError("empty image")
