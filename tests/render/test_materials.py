@@ -267,3 +267,20 @@ def test_render_cli_warns_and_succeeds_on_bad_material_data(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert len(lines) == 3 and all(ln.startswith("vkmorph: warning: material '") for ln in lines), r.stderr
     assert np.asarray(Image.open(out)).shape == (48, 64, 4)
+
+
+def test_renderer_destroys_everything_in_reverse_creation_order(ctx, tmp_path, monkeypatch):
+    from vkmorph.render.offscreen import OffscreenRenderer
+
+    before = set(ctx._children)
+    off = OffscreenRenderer(ctx, load_scene(scenes.alpha_scene(tmp_path)), 32, 24)
+    off.render()
+    created = sorted(set(ctx._children) - before)
+    assert len(created) > 20
+    order: list[int] = []
+    real = ctx.untrack
+    monkeypatch.setattr(ctx, "untrack", lambda key: (order.append(key), real(key)))
+    off.destroy()
+    released = [k for k in order if k in created]
+    assert sorted(released) == created, "leaked: " + str(set(created) - set(released))
+    assert released == sorted(released, reverse=True), released
