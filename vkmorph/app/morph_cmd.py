@@ -15,6 +15,7 @@ import numpy as np
 
 from ..asset.importer import load_scene
 from ..errors import UsageError
+from ..morph.state import file_weight_range
 
 
 def parse_weights(text: str) -> np.ndarray:
@@ -72,7 +73,7 @@ def run_morph(args) -> int:
 
     ctx = Context.create(echo_messages=True)
     try:
-        rt = MorphRuntime(ctx, scene)
+        rt = MorphRuntime(ctx, scene, file_weight_range(scene, () if weights is None else weights))
         skeleton = Skeleton(scene)
         if weights is not None:
             for node in rt.pose.morph_nodes:

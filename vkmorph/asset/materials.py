@@ -197,8 +197,12 @@ def gltf_materials(path: str | Path) -> list[Material]:
                                     f"{len(images)} images; ignored")
                 return None
             s = textures[t].get("sampler")
-            sampler = SamplerSettings.from_gltf(samplers[s]) if isinstance(s, int) and 0 <= s < len(samplers) \
-                else SamplerSettings()
+            sampler = SamplerSettings()
+            if isinstance(s, int) and 0 <= s < len(samplers) and isinstance(samplers[s], dict):
+                sampler = SamplerSettings.from_gltf(samplers[s])
+            elif s is not None:
+                mat.problems.append(f"material {mat.name!r}: texture {t} refers to sampler {s!r}, but the file has "
+                                    f"{len(samplers)} samplers; using the default sampler")
             coord = info.get("texCoord", 0)
             if coord not in (0, 1):
                 mat.problems.append(f"material {mat.name!r}: {slot} uses TEXCOORD_{coord}; only 0 and 1 are "

@@ -33,6 +33,8 @@ class MorphTargetAsset:
     normal_deltas: np.ndarray | None = None   # (V, 3) float32
     tangent_deltas: np.ndarray | None = None  # (V, 3) float32
     generated_name: bool = False              # True when the file had no name and one was made up
+    normals_derived: bool = False             # True when the file had no normal deltas and the importer derived
+                                              # them from the positions (asset.geometry.derived_normal_deltas)
 
 
 @dataclass
@@ -48,6 +50,8 @@ class MeshPrimitiveAsset:
     material: Material | None = None          # None: the renderer uses base_color as a plain dielectric
     colors: np.ndarray | None = None          # (V, 4) float32 linear RGBA (COLOR_0), never morphed
     texcoord1: np.ndarray | None = None       # (V, 2) float32 (TEXCOORD_1), never morphed
+    unweighted_vertices: int = 0              # vertices of a skinned primitive with no influence: imported rigid
+                                              # with the mesh node (through an added joint, see importer)
 
     @property
     def vertex_count(self) -> int:
@@ -90,9 +94,6 @@ class NodeAsset:
     mesh: int | None = None
     skin: int | None = None
     default_weights: np.ndarray | None = None
-
-
-INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")
 
 
 @dataclass

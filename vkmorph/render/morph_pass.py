@@ -17,6 +17,7 @@ never submits, waits or destroys what it did not create; see docs/embedding.md f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ from ..gpu import memory as M
 from ..gpu.context import Context
 from ..gpu.pipeline import vertex_input_attributes
 from ..gpu.vk import vk
+from ..morph.bounds import ClusterBounds
 from ..morph.gpu_data import DELTA_FORMATS
 from ..morph.state import SceneMorphPose
 from .morph_batch import FEW_DIRTY, MorphBatch  # noqa: F401  (FEW_DIRTY re-exported for tests)
@@ -118,10 +120,12 @@ class MorphRuntime:
     ``delta_format``: "full" (64-byte float deltas, exact) or "compact" (24-byte snorm16 deltas scaled per
     target; position error per component <= sum(w * scale) / 65534, see morph_compact.comp).
     ``slots``: output copies, one per frame in flight, so morphing frame N+1 overlaps drawing frame N.
+    ``weight_range``: allowed weights (None: the file's, at least [0, 1]; the conservative bounds follow it);
+    ``clamp``: clamp weights outside it with a warning instead of raising ``UsageError``.
     """
 
-    def __init__(self, ctx: Context, scene: SceneAsset, weight_range: tuple[float, float] = (0.0, 1.0),
-                 delta_format: str = "full", slots: int = 1):
+    def __init__(self, ctx: Context, scene: SceneAsset, weight_range: tuple[float, float] | None = None,
+                 delta_format: str = "full", slots: int = 1, clamp: bool = False):
         if not isinstance(ctx, Context):
             raise UsageError(f"MorphRuntime needs a vkmorph Context (Context.create or Context.from_external), "
                              f"got {type(ctx).__name__}")
@@ -133,7 +137,7 @@ class MorphRuntime:
         if isinstance(slots, bool) or not isinstance(slots, (int, np.integer)) or slots < 1:
             raise UsageError(f"slots must be an int >= 1 (one per frame in flight), got {slots!r}")
         self.ctx, self.scene, self.delta_format, self.slots = ctx, scene, delta_format, int(slots)
-        self.pose = SceneMorphPose(scene, weight_range)
+        self.pose = SceneMorphPose(scene, weight_range, clamp=clamp)  # None: the file's range
         self.skeleton = Skeleton(scene)
         self.batch: MorphBatch | None = None
         self.instances: list[PrimitiveInstance] = []
@@ -147,6 +151,7 @@ class MorphRuntime:
         self._destroyed = False
         self.last_counters = FrameCounters()
         self.gpu_bytes: dict[str, int] = {}
+        self._cluster_bounds: dict[int, ClusterBounds] = {}   # per primitive, built on first bounds() call
         names: dict[str, list[int]] = {}
         for i, n in enumerate(scene.nodes):
             names.setdefault(n.name, []).append(i)
@@ -232,11 +237,17 @@ class MorphRuntime:
         """Set a node's morph weights (all its primitives); True when anything changed."""
         self._check("set_weights")
         n = self.node_index(node)
+        if isinstance(weights, Mapping):   # {target name or index: weight}
+            return self.pose.set_weights(n, weights)
         try:
             arr = np.asarray(weights, dtype=np.float64)
         except (TypeError, ValueError):
             raise UsageError(f"node {n}: weights must be a sequence of numbers, got {weights!r:.80}") from None
         return self.pose.set_weights(n, arr)
+
+    def set_weight(self, node: int | str, target: int | str, value: float) -> bool:
+        """Set one target by name or index (``rt.set_weight("Head", "MouthOpen", 0.7)``)."""
+        return self.set_weights(node, {target: value})
 
     def record(self, cb, *, slot: int = 0, consumer: str = "vertex", emit_barrier: bool = True) -> FrameCounters:
         """Record this frame's version-gated morph work into ``cb`` (the host's command buffer: recording,
@@ -310,6 +321,17 @@ class MorphRuntime:
     def index_buffer(self, node: int | str, primitive: int = 0):
         """VkBuffer of uint32 triangle-list indices."""
         return self.instance(node, primitive).index_buffer.handle
+
+    def bounds(self, node: int | str, primitive: int = 0) -> np.ndarray:
+        """(2, 3) [min, max] of the primitive's morphed positions at the CURRENT weights, in mesh space (before
+        skinning and the node transform; ``vkmorph.morph.bounds.transform_box`` takes it to world space).
+        Conservative (contains every deformed vertex) and tight; CPU only, no readback (morph/bounds.py)."""
+        inst = self.instance(node, primitive)
+        cb = self._cluster_bounds.get(id(inst.prim))
+        if cb is None:
+            cb = self._cluster_bounds[id(inst.prim)] = ClusterBounds(inst.prim)
+        w = self.pose.weights(inst.node)[:inst.target_count] if inst.is_morphing else np.zeros(0)
+        return cb.at(w)
 
     def vertex_input(self, node: int | str, primitive: int = 0) -> VertexInput:
         return vertex_input_of(self.instance(node, primitive).prim.vertices.dtype)
