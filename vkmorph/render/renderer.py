@@ -168,6 +168,7 @@ class SceneRenderer:
         self.light_intensity = 3.0
         self.exposure = 1.0
         self.warnings: list[str] = []
+        self._viewport = (1280, 720)
         try:
             self._build(color_final_layout, ground, mipmaps)
         except BaseException:
@@ -369,9 +370,12 @@ class SceneRenderer:
         self.camera.yaw, self.camera.pitch = yaw, pitch
 
     # ------------------------------------------------------------------ per frame
-    def update(self, slot: int, aspect: float, width: int = 1, height: int = 1) -> None:
+    def update(self, slot: int, aspect: float, width: int | None = None, height: int | None = None) -> None:
         """Host-side writes for frame ``slot``: frame constants, palettes/model matrices if the pose moved, and
-        the back-to-front order of blended items."""
+        the back-to-front order of blended items. ``width``/``height``: the target's size in pixels (the outline
+        width is in pixels); omitted, the size of the last recorded frame is used."""
+        if width is not None and height is not None:
+            self._viewport = (width, height)
         lo, hi = self.bounds
         center = (lo + hi) / 2
         radius = max(float(np.linalg.norm(hi - lo)) / 2, 1e-3) * 1.6
@@ -383,7 +387,7 @@ class SceneRenderer:
         f["camera_pos"] = (*self.camera.eye, self.exposure)
         f["sky"] = (*SKY_AMBIENT, 0.0)
         f["ground"] = (*GROUND_AMBIENT, OUTLINE_PIXELS)
-        f["viewport"] = (width, height, 0.0, 0.0)
+        f["viewport"] = (*self._viewport, 0.0, 0.0)
         f["outline_color"] = OUTLINE_COLOR
         self.frame_ubos[slot].mapped[:] = f.view(np.uint8)
         world = None
@@ -423,6 +427,7 @@ class SceneRenderer:
            into the target at the end of the subpass; resolved_color_to_transfer_read for a readback.
         The caller then presents or copies the target (offscreen readback).
         ``after_morph(cb)`` is called between the morph pass and the shadow pass (e.g. a timestamp)."""
+        self._viewport = (width, height)
         counters = self.runtime.record(cb)
         if after_morph is not None:
             after_morph(cb)
