@@ -269,6 +269,16 @@ def test_render_cli_warns_and_succeeds_on_bad_material_data(tmp_path):
     assert np.asarray(Image.open(out)).shape == (48, 64, 4)
 
 
+def test_images_beyond_the_device_limit_are_scaled_down():
+    from vkmorph.render.material_table import fit_to_limit
+
+    img = np.zeros((100, 40, 4), np.uint8)
+    img[:50] = 255
+    assert fit_to_limit(img, 100) is img
+    small = fit_to_limit(img, 50)
+    assert small.shape == (50, 20, 4) and small[:20].min() == 255 and small[30:].max() == 0
+
+
 def test_renderer_destroys_everything_in_reverse_creation_order(ctx, tmp_path, monkeypatch):
     from vkmorph.render.offscreen import OffscreenRenderer
 

@@ -87,6 +87,7 @@ class MaterialTable:
                                              "rendered without it")
                         keys[k] = -1
                     else:
+                        rgba = self._fit(rgba, m.name, ref.image.name)
                         keys[k] = len(data)
                         data.append(TextureData(rgba, srgb, mipmaps=mipmaps and ref.sampler.mipmaps,
                                                 name=f"texture {ref.image.name}"))
@@ -133,9 +134,31 @@ class MaterialTable:
         self.texture_count = len(data) - 2
         self.mip_levels = [img.mip_levels for img in images[:-2]]
 
+    def _fit(self, rgba: np.ndarray, material: str, image: str) -> np.ndarray:
+        """Images larger than the device's maxImageDimension2D are scaled down (with a warning)."""
+        limit = vk.vkGetPhysicalDeviceProperties(self.ctx.physical_device).limits.maxImageDimension2D
+        fitted = fit_to_limit(rgba, limit)
+        if fitted is rgba:
+            return rgba
+        self.warnings.append(f"material {material!r} image {image!r}: {rgba.shape[1]}x{rgba.shape[0]} exceeds "
+                             f"the device's {limit}x{limit}; scaled to {fitted.shape[1]}x{fitted.shape[0]}")
+        return fitted
+
     def destroy(self) -> None:
         while self._owned:
             self._owned.pop().destroy()
+
+
+def fit_to_limit(rgba: np.ndarray, limit: int) -> np.ndarray:
+    """``rgba`` itself when both sides are within ``limit``, else a Lanczos-scaled copy whose longer side is it."""
+    h, w = rgba.shape[:2]
+    if max(h, w) <= limit:
+        return rgba
+    from PIL import Image as PILImage
+
+    scale = limit / max(h, w)
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    return np.asarray(PILImage.fromarray(rgba).resize(size, PILImage.LANCZOS))
 
 
 def _without_mips(s: SamplerSettings) -> SamplerSettings:
