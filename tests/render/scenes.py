@@ -97,6 +97,23 @@ def alpha_scene(dir: Path) -> Path:
     return b.save(dir / "alpha.gltf")
 
 
+def sided_walls(dir: Path) -> Path:
+    """Two walls facing away from the camera (+Z camera, normals -Z): single-sided (culled) on the left,
+    double-sided on the right; and an emissive black wall (red glow) facing the camera below them."""
+    b = GltfBuilder()
+    one = b.material(name="OneSided", pbrMetallicRoughness={"baseColorFactor": [0.9, 0.8, 0.1, 1], "metallicFactor": 0})
+    two = b.material(name="TwoSided", doubleSided=True,
+                     pbrMetallicRoughness={"baseColorFactor": [0.9, 0.8, 0.1, 1], "metallicFactor": 0})
+    glow = b.material(name="Glow", emissiveFactor=[1.0, 0.0, 0.0],
+                      pbrMetallicRoughness={"baseColorFactor": [0, 0, 0, 1], "metallicFactor": 0})
+    pos, nor, uv, idx = wall(1.0)
+    back = (pos, -nor, uv, idx[[0, 2, 1, 3, 5, 4]])   # reversed winding, normals -Z
+    b.mesh(*back, material=one, translation=(-0.7, 0.55, 0), name="one")
+    b.mesh(*back, material=two, translation=(0.7, 0.55, 0), name="two")
+    b.mesh(pos, nor, uv, idx, material=glow, translation=(0, -0.6, 0), name="glow")
+    return b.save(dir / "sided.gltf")
+
+
 def checker_floor(dir: Path) -> Path:
     """A long floor with a fine checkerboard repeated 60 times (the mip-chain test)."""
     b = GltfBuilder()

@@ -164,6 +164,23 @@ def test_alpha_mask_cuts_holes_and_blend_shows_what_is_behind(ctx, tmp_path):
     assert glass[0] > 80 and glass[2] > 60, glass
 
 
+def test_single_sided_faces_are_culled_double_sided_lit_and_emissive_glows(ctx, tmp_path):
+    img, _, r = render(ctx, load_scene(scenes.sided_walls(tmp_path)), front_view, ground=False)
+    vp = r.camera.view_proj(W / H)
+
+    def pixel(world):
+        c = vp @ np.append(world, 1.0)
+        x, y = int((c[0] / c[3] * 0.5 + 0.5) * W), int((c[1] / c[3] * 0.5 + 0.5) * H)
+        return img[y, x, :3].astype(int)
+
+    sky = img[2, 2, :3].astype(int)
+    assert np.abs(pixel([-0.7, 0.55, 0.0]) - sky).max() <= 2          # back face of a single-sided wall: culled
+    two = pixel([0.7, 0.55, 0.0])
+    assert two[0] > two[2] + 40 and two[1] > two[2] + 40, two          # double-sided: the yellow back face
+    glow = pixel([0.0, -0.6, 0.0])
+    assert glow[0] > 150 and glow[1] < 60 and glow[2] < 60, glow       # black base colour, red emission
+
+
 def test_mip_chain_keeps_a_grazing_checkerboard_from_aliasing(ctx, tmp_path):
     """Far away the checkerboard must average to an even grey (mips + trilinear/anisotropic filtering);
     without mips (the same renderer, mipmaps=False) the far field aliases into moire, which the bound rejects."""
