@@ -15,18 +15,24 @@ layout(location = 0) out vec4 outColor;
 
 const float PI = 3.14159265359;
 
+// 3x3 PCF of the directional light's shadow map; 1 outside the map. Every texture in this shader is sampled in
+// uniform control flow (no loop, branch or early return around a sample), as implicit derivatives need. Values
+// of push constants and material constants pick results with selects, never branches: lavapipe (Mesa 22.3)
+// specializes a shader variant per value of a uniform that a branch depends on and keeps it, which grew memory
+// by ~1 MB per draw here.
 float shadowFactor(vec3 world, float ndotl) {
     vec4 lp = frame.lightViewProj * vec4(world, 1.0);
     vec3 ndc = lp.xyz / lp.w;
     vec2 uv = ndc.xy * 0.5 + 0.5;
-    if (any(lessThan(uv, vec2(0.0))) || any(greaterThan(uv, vec2(1.0))) || ndc.z > 1.0) return 1.0;
     float bias = SHADOW_BIAS * (1.0 + 2.0 * (1.0 - ndotl));
-    vec2 texel = 1.0 / vec2(textureSize(shadowMap, 0));
-    float lit = 0.0;
-    for (int y = -1; y <= 1; ++y)
-        for (int x = -1; x <= 1; ++x)
-            lit += texture(shadowMap, vec3(uv + vec2(x, y) * texel, ndc.z - bias));
-    return lit / 9.0;
+    vec3 c = vec3(uv, ndc.z - bias);
+    float lit = textureOffset(shadowMap, c, ivec2(-1, -1)) + textureOffset(shadowMap, c, ivec2(0, -1))
+              + textureOffset(shadowMap, c, ivec2(1, -1)) + textureOffset(shadowMap, c, ivec2(-1, 0))
+              + texture(shadowMap, c) + textureOffset(shadowMap, c, ivec2(1, 0))
+              + textureOffset(shadowMap, c, ivec2(-1, 1)) + textureOffset(shadowMap, c, ivec2(0, 1))
+              + textureOffset(shadowMap, c, ivec2(1, 1));
+    bool outside = any(lessThan(uv, vec2(0.0))) || any(greaterThan(uv, vec2(1.0))) || ndc.z > 1.0;
+    return outside ? 1.0 : lit / 9.0;
 }
 
 vec3 hemisphere(vec3 dir) {
@@ -59,30 +65,27 @@ vec3 pbrNeutral(vec3 color) {
 }
 
 void main() {
+    // all material textures first, unconditionally (see shadowFactor)
     vec4 base = baseColor();
-    if (material.modes.x == ALPHA_MASK && base.a < material.params.w) discard;
-    float metallic = material.params.x;
-    float roughness = material.params.y;
     vec4 mr = texture(metallicRoughnessTex, uvFor(1));
-    roughness = clamp(roughness * mr.g, 0.03, 1.0);
-    metallic = clamp(metallic * mr.b, 0.0, 1.0);
-    if (item.heatJoint >= 0) {
-        base.rgb = mix(vec3(0.05, 0.1, 0.8), vec3(0.95, 0.15, 0.05), clamp(inHeat, 0.0, 1.0));
-        metallic = 0.0;
-    }
+    vec3 tn = texture(normalTex, uvFor(2)).xyz * 2.0 - 1.0;
+    float occlusion = texture(occlusionTex, uvFor(3)).r;
+    vec3 emissiveTexel = texture(emissiveTex, uvFor(4)).rgb;
+
+    float roughness = clamp(material.params.y * mr.g, 0.03, 1.0);
+    float metallic = clamp(material.params.x * mr.b, 0.0, 1.0);
+    float heatMap = float(item.heatJoint >= 0);   // arithmetic, not a branch (see shadowFactor)
+    base.rgb = mix(base.rgb, mix(vec3(0.05, 0.1, 0.8), vec3(0.95, 0.15, 0.05), clamp(inHeat, 0.0, 1.0)), heatMap);
+    metallic *= 1.0 - heatMap;
 
     vec3 ng = normalize(inNormal);
     vec3 t = inTangent.xyz - ng * dot(ng, inTangent.xyz);
     t = dot(t, t) > 1e-12 ? normalize(t) : vec3(1.0, 0.0, 0.0);
     vec3 b = cross(ng, t) * (inTangent.w < 0.0 ? -1.0 : 1.0);
     if (!gl_FrontFacing) { ng = -ng; t = -t; b = -b; }
-    vec3 n = ng;
-    if (material.modes.z != 0) {
-        vec3 tn = texture(normalTex, uvFor(2)).xyz * 2.0 - 1.0;
-        tn.xy *= material.emissive.a;
-        vec3 mapped = mat3(t, b, ng) * tn;
-        n = dot(mapped, mapped) > 1e-12 ? normalize(mapped) : ng;
-    }
+    tn.xy *= material.emissive.a;
+    vec3 mapped = mat3(t, b, ng) * tn;
+    vec3 n = normalize(mix(ng, mapped, float(material.modes.z != 0) * step(1e-12, dot(mapped, mapped))));
 
     vec3 v = normalize(frame.cameraPos.xyz - inWorld);
     vec3 l = normalize(-frame.lightDir.xyz);
@@ -91,6 +94,7 @@ void main() {
     float ndotv = clamp(abs(dot(n, v)), 1e-4, 1.0);
     float ndoth = clamp(dot(n, h), 0.0, 1.0);
     float vdoth = clamp(dot(v, h), 0.0, 1.0);
+    float lit = shadowFactor(inWorld, max(dot(ng, l), 0.0));
 
     vec3 cDiff = mix(base.rgb, vec3(0.0), metallic);
     vec3 f0 = mix(vec3(0.04), base.rgb, metallic);
@@ -102,14 +106,15 @@ void main() {
     float vis = 0.5 / max(ndotl * sqrt(ndotv * ndotv * (1.0 - a2) + a2)
                           + ndotv * sqrt(ndotl * ndotl * (1.0 - a2) + a2), 1e-6);
     vec3 direct = ((1.0 - F) * cDiff / PI + F * D * vis) * ndotl;
-    float shadow = ndotl > 0.0 ? shadowFactor(inWorld, max(dot(ng, l), 0.0)) : 0.0;
+    float shadow = ndotl > 0.0 ? lit : 0.0;
 
-    float ao = 1.0 + material.params.z * (texture(occlusionTex, uvFor(3)).r - 1.0);
+    float ao = 1.0 + material.params.z * (occlusion - 1.0);
     vec2 ab = envBRDF(ndotv, roughness);
     vec3 ambient = (cDiff * hemisphere(n) + hemisphere(reflect(-v, n)) * (f0 * ab.x + ab.y)) * ao;
-    vec3 emissive = material.emissive.rgb * texture(emissiveTex, uvFor(4)).rgb;
+    vec3 emissive = material.emissive.rgb * emissiveTexel;
 
     vec3 color = direct * frame.lightDir.w * shadow + ambient + emissive;
     color = pbrNeutral(color * frame.cameraPos.w);
-    outColor = vec4(color, material.modes.x == ALPHA_BLEND ? base.a : 1.0);
+    if (base.a < mix(-1.0, material.params.w, float(material.modes.x == ALPHA_MASK))) discard;
+    outColor = vec4(color, mix(1.0, base.a, float(material.modes.x == ALPHA_BLEND)));
 }

@@ -2,7 +2,7 @@
 // per slot and the base colour. Used by forward.frag and shadow_mask.frag.
 
 vec2 uvFor(int slot) {
-    return ((material.modes.y >> slot) & 1) != 0 ? inTexcoords.zw : inTexcoords.xy;
+    return mix(inTexcoords.xy, inTexcoords.zw, float((material.modes.y >> slot) & 1));
 }
 
 // Base colour x factor x vertex colour (linear RGBA).

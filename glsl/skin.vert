@@ -16,7 +16,7 @@ void main() {
     skinVertex(skin, p, n, t);
     float heat = 0.0;
     for (int k = 0; k < 4; ++k) {
-        if (int(inJoints[k]) == item.heatJoint) heat += inWeights[k];
+        heat += inWeights[k] * float(int(inJoints[k]) == item.heatJoint);   // no branch on a push constant
     }
     emitVertex(p, n, vec4(t, inTangent.w), inTexcoord, heat);
 }

@@ -21,15 +21,12 @@ void emitVertex(vec3 position, vec3 normal, vec4 tangent, vec2 texcoord0, float 
     outTexcoords = vec4(texcoord0, inTexcoord1);
     outColor = inColor;
     outHeat = heat;
-    if (item.pass == PASS_SHADOW) {
-        gl_Position = frame.lightViewProj * world;
-        return;
-    }
+    // Selects, not branches, on the push constants: lavapipe specializes (and keeps) a shader variant per value
+    // of a uniform a branch depends on, growing memory on every draw.
     vec4 clip = frame.viewProj * world;
-    if (item.pass == PASS_OUTLINE) {
-        vec2 dir = (mat3(frame.viewProj) * normalize(outNormal)).xy;
-        float len = length(dir);
-        if (len > 1e-6) clip.xy += dir / len * (2.0 * frame.ground.a / frame.viewport.xy) * clip.w;
-    }
-    gl_Position = clip;
+    vec2 dir = (mat3(frame.viewProj) * normalize(outNormal)).xy;
+    float len = length(dir);
+    vec2 grow = dir * inversesqrt(max(len * len, 1e-12)) * (2.0 * frame.ground.a / frame.viewport.xy) * clip.w;
+    clip.xy += grow * float(item.pass == PASS_OUTLINE);
+    gl_Position = mix(clip, frame.lightViewProj * world, float(item.pass == PASS_SHADOW));
 }
