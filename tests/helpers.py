@@ -12,6 +12,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = Path(os.environ.get("VKMORPH_ASSETS", ROOT.parent / "shared" / "assets"))
 
+# every shared glTF model: (folder, file)
+GLTF_ASSETS = [
+    ("SimpleMorph", "SimpleMorph.gltf"),
+    ("AnimatedMorphCube", "AnimatedMorphCube.gltf"),
+    ("MorphPrimitivesTest", "MorphPrimitivesTest.gltf"),
+    ("MorphStressTest", "MorphStressTest.gltf"),
+    ("SimpleSkin", "SimpleSkin.gltf"),
+    ("assimp_simple_skin", "simple_skin.gltf"),
+    ("assimp_simple_skin", "quad_skin.glb"),
+    ("RobotExpressive", "RobotExpressive.glb"),
+]
+
 _gpu_reason: list[str | None] = []
 
 

@@ -101,7 +101,7 @@ def test_external_handles_are_not_destroyed(user_device):
 
 def test_leaked_object_is_reported():
     """The registry is the leak detector the fixtures use: an object never destroyed is listed by name."""
-    from tests.conftest import vulkan_unavailable_reason
+    from tests.helpers import vulkan_unavailable_reason
     from vkmorph.gpu import memory as M
     from vkmorph.gpu.context import Context
 

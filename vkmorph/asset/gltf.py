@@ -343,11 +343,6 @@ class GltfDocument:
         t = prims[0].get("targets", [])
         return len(t) if isinstance(t, list) else 0
 
-    def assimp_node_name(self, n_i) -> str:
-        """The name Assimp 5.2.5 gives node ``n_i``: its own name, or ``nodes[i]`` when it has none."""
-        name = self.node(n_i).get("name")
-        return name if isinstance(name, str) and name else f"nodes[{n_i}]"
-
     def node_target_count(self, n_i) -> int:
         m = self.node(n_i).get("mesh")
         return self.mesh_target_count(m) if m is not None else 0

@@ -9,15 +9,18 @@ from the file are computed here (without welding) because assimp 5.2.5 skips the
 from __future__ import annotations
 
 import ctypes
+import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import AssetError
-from . import assimp_structs as A
+from ..errors import AssetError, UsageError
 from .geometry import area_weighted_normals, derived_normal_deltas, vertex_tangents
 from .gltf import GltfDocument
 from .gltf_animation import gltf_animations
+from .gltf_validate import validate_gltf
+from .isolate import can_isolate, run_isolated
 from .model import (
     SKINNED_VERTEX,
     STATIC_VERTEX,
@@ -41,41 +44,99 @@ _VALIDATE_DATA_STRUCTURE = 0x400
 IMPORT_FLAGS = _CALC_TANGENT_SPACE | _TRIANGULATE | _VALIDATE_DATA_STRUCTURE
 _SCENE_FLAGS_INCOMPLETE = 0x1
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+ISOLATE_ENV = "VKMORPH_ISOLATE"
+ISOLATE_DEFAULT = True
 
 
 def default_scene_path() -> Path:
     return DATA_DIR / "default_scene.gltf"
 
 
+A = None  # vkmorph.asset.assimp_structs, imported on first use: importing pyassimp loads libassimp
+
+
 def _assimp():
+    global A
     try:
-        from pyassimp import core
+        with warnings.catch_warnings():
+            # pyassimp's helper has an invalid escape sequence: SyntaxWarning when first compiled under Python
+            # 3.12 (DeprecationWarning before); it is pyassimp's, not the user's business
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from pyassimp import core
+
+            from . import assimp_structs
     except Exception as exc:  # pyassimp raises its own error when libassimp.so is absent
         raise AssetError(f"libassimp not found ({type(exc).__name__}): `apt-get install libassimp5`") from None
+    A = assimp_structs
     lib = core._assimp_lib
     lib.dll.aiGetErrorString.restype = ctypes.c_char_p
     return lib
 
 
-def load_scene(path: str | Path | None = None) -> SceneAsset:
+def is_gltf(path: Path) -> bool:
+    """glTF by name (.gltf/.glb) or by content (GLB magic, or a JSON object, which Assimp would also sniff)."""
+    if path.suffix.lower() in (".gltf", ".glb"):
+        return True
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    return head[:4] == b"glTF" or head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+
+
+def isolation_default() -> bool:
+    """``VKMORPH_ISOLATE=1|0`` in the environment, else on (see ``load_scene``)."""
+    v = os.environ.get(ISOLATE_ENV, "")
+    return v not in ("0", "false", "no") if v else ISOLATE_DEFAULT
+
+
+def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate: bool | None = None,
+               allow_external_uris: bool | None = None) -> SceneAsset:
     """Import ``path`` (glTF/GLB primary, FBX and anything Assimp reads) and validate it.
 
     ``None`` loads the built-in default scene (red morph-only, blue skin-only, purple both; seed 003).
     Raises ``AssetError`` with file/mesh/primitive/target/index for any bad input; never half a scene.
+
+    - glTF/GLB files are read and structurally validated by vkmorph first (``validate=False`` skips that, for
+      tests); data vkmorph repairs on purpose is reported with an ``AssetWarning``.
+    - ``isolate``: import in a child process so that a native crash in Assimp becomes
+      "the importer crashed on FILE (signal SIGFPE)"; default from ``VKMORPH_ISOLATE``, else on.
+    - ``allow_external_uris``: let buffer/image URIs leave the model's folder (absolute paths, ``..``);
+      default from ``VKMORPH_ALLOW_EXTERNAL_URIS``, else refused.
     """
-    path = default_scene_path() if path is None else Path(path)
+    path = default_scene_path() if path is None else path
+    if not isinstance(path, (str, os.PathLike)):
+        raise UsageError(f"load_scene needs a file path (str or os.PathLike), not {type(path).__name__}")
+    path = Path(path)
     file = str(path)
     if not path.exists():
         raise AssetError("file not found", file=file)
     if not path.is_file():
         raise AssetError("not a regular file", file=file)
     try:
-        with open(path, "rb") as fh:
-            fh.read(1)
+        gltf = is_gltf(path)
     except OSError as exc:
         raise AssetError(f"unreadable: {exc.strerror}", file=file) from None
+    if gltf:
+        with np.errstate(all="ignore"):
+            doc = GltfDocument(path, allow_external_uris=allow_external_uris)
+            if validate:
+                validate_gltf(doc)
+    if (isolate if isolate is not None else isolation_default()) and can_isolate():
+        scene = run_isolated(import_with_assimp, file, gltf, file=file)
+    else:
+        scene = import_with_assimp(file, gltf)
+    if gltf:  # the file's own samplers: interpolation and CUBICSPLINE tangents, which Assimp drops
+        scene.animations = gltf_animations(doc, scene)
+        with np.errstate(all="ignore"):
+            validate_scene(scene)
+    return scene
+
+
+def import_with_assimp(file: str, skip_animations: bool = False) -> SceneAsset:
+    """Assimp import, conversion to the data model and ``validate_scene`` (what ``isolate`` runs in a child).
+    ``skip_animations``: leave the clips out (glTF: ``load_scene`` reads them from the file itself)."""
     lib = _assimp()
-    ptr = lib.load(file.encode(), IMPORT_FLAGS)  # aiImportFile(path, flags)
+    ptr = lib.load(os.fsencode(file), IMPORT_FLAGS)  # aiImportFile(path, flags)
     if not ptr:
         msg = (lib.dll.aiGetErrorString() or b"unknown error").decode(errors="replace").strip()
         raise AssetError(f"Assimp cannot import it: {msg.splitlines()[0] if msg else 'unknown error'}", file=file)
@@ -83,13 +144,12 @@ def load_scene(path: str | Path | None = None) -> SceneAsset:
         raw = ptr.contents
         if raw.mFlags & _SCENE_FLAGS_INCOMPLETE or not raw.mRootNode:
             raise AssetError("incomplete scene (no meshes or truncated file)", file=file)
-        gltf = path.suffix.lower() in (".gltf", ".glb")
-        scene = _convert(raw, file, animations=not gltf)
+        with np.errstate(all="ignore"):  # NaN/inf from bad data are reported by validate_scene, not warned
+            scene = _convert(raw, file, animations=not skip_animations)
     finally:
         lib.release(ptr)
-    if gltf:  # the file's own samplers: interpolation and CUBICSPLINE tangents, which Assimp drops
-        scene.animations = gltf_animations(GltfDocument(path), scene)
-    validate_scene(scene)
+    with np.errstate(all="ignore"):
+        validate_scene(scene)
     return scene
 
 

@@ -201,16 +201,18 @@ class SceneRenderer:
             p = inst.prim
             v = p.vertices
             pos = v["position"].astype(np.float64)
-            if p.is_skinned:
-                mats = self.skeleton.skin_matrices(p.skin, inst.node)
+            xf = world[inst.node]
+            if p.is_skinned:  # world-space palette, identity model matrix: no inverse of the mesh node
+                mats = self.skeleton.skin_matrices(p.skin)
                 pos, _, _ = skin_reference(pos, v["normal"], v["tangent"], v["joints"], v["weights"], mats)
-            wp = pos @ world[inst.node][:3, :3].T + world[inst.node][:3, 3]
+                xf = np.eye(4)
+            wp = pos @ xf[:3, :3].T + xf[:3, 3]
             lo_r = hi_r = np.zeros(3)
             if inst.conservative_bounds is not None:  # how far morphs can push past the rest pose, per axis
                 cb = inst.conservative_bounds
                 lo_r = np.maximum(v["position"].min(axis=0) - cb[0], 0.0)
                 hi_r = np.maximum(cb[1] - v["position"].max(axis=0), 0.0)
-            grow = np.abs(world[inst.node][:3, :3]) @ np.maximum(lo_r, hi_r)  # box transform, conservative
+            grow = np.abs(xf[:3, :3]) @ np.maximum(lo_r, hi_r)  # box transform, conservative
             lo = np.minimum(lo, wp.min(axis=0) - grow)
             hi = np.maximum(hi, wp.max(axis=0) + grow)
         if not np.isfinite(lo).all():
@@ -242,15 +244,15 @@ class SceneRenderer:
             return
         world = self.skeleton.world_matrices()
         for it in self.items:
-            if it.node is not None:
-                m = _col_major(world[it.node])
+            if it.node is not None:  # skinned: world-space palette below, so identity here (glTF ignores it)
+                m = _col_major(np.eye(4) if it.skinned else world[it.node])
                 it.push[0]["model"] = m
                 it.push[1]["model"] = m
             # heat map: skinned items show the joint weight, other characters read as "no influence", ground stays
             off = -1 if self.heat_joint < 0 or it.node is None else 10**6
             it.push[0]["heat_joint"] = self.heat_joint if it.skinned else off
             if it.skinned:
-                mats = self.skeleton.skin_matrices(it.skin, it.node)
+                mats = self.skeleton.skin_matrices(it.skin)
                 self._palettes[(id(it), slot)].mapped[:] = palette_bytes(mats).reshape(-1).view(np.uint8)
         self._slot_versions[slot] = self.skeleton.version
         self._heat_applied = self.heat_joint
