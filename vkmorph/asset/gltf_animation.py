@@ -20,12 +20,6 @@ from .model import AnimationClip, MorphWeightChannel, NodeChannel, SceneAsset
 _WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
 
 
-def assimp_node_name(nodes: list, i: int) -> str:
-    """The name Assimp 5.2.5 gives glTF node i: its own name, or ``nodes[i]`` when it has none."""
-    name = nodes[i].get("name") if isinstance(nodes[i], dict) else None
-    return name if isinstance(name, str) and name else f"nodes[{i}]"
-
-
 def gltf_node_map(doc, scene: SceneAsset) -> list[int | None]:
     """For each glTF node index, the index of the same node in ``scene.nodes`` (None: not in the scene)."""
     nodes = doc.json.get("nodes", [])
@@ -45,7 +39,7 @@ def gltf_node_map(doc, scene: SceneAsset) -> list[int | None]:
     ours = [n.name for n in scene.nodes]
     start = 1 if len(roots) > 1 and len(ours) == len(order) + 1 else 0
     out: list[int | None] = [None] * len(nodes)
-    if len(ours) - start == len(order) and all(ours[start + k] == assimp_node_name(nodes, i)
+    if len(ours) - start == len(order) and all(ours[start + k] == doc.assimp_node_name(i)
                                                for k, i in enumerate(order)):
         for k, i in enumerate(order):
             out[i] = start + k
@@ -54,7 +48,7 @@ def gltf_node_map(doc, scene: SceneAsset) -> list[int | None]:
     for k, name in enumerate(ours):
         index.setdefault(name, []).append(k)
     for i in range(len(nodes)):
-        hits = index.get(assimp_node_name(nodes, i), [])
+        hits = index.get(doc.assimp_node_name(i), [])
         out[i] = hits[0] if len(hits) == 1 else None
     return out
 

@@ -34,7 +34,7 @@ from .model import (
     SceneAsset,
     SkinAsset,
 )
-from .validate import validate_scene
+from .validate import validate_animations, validate_scene
 
 _CALC_TANGENT_SPACE = 0x1   # only where the file has none (needs UVs; we fill in the rest)
 _TRIANGULATE = 0x8
@@ -121,20 +121,21 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
             doc = GltfDocument(path, allow_external_uris=allow_external_uris)
             if validate:
                 validate_gltf(doc)
+    # glTF clips come from the file's own samplers (interpolation and CUBICSPLINE tangents, which Assimp drops)
     if (isolate if isolate is not None else isolation_default()) and can_isolate():
-        scene = run_isolated(import_with_assimp, file, gltf, file=file)
+        scene = run_isolated(import_with_assimp, file, not gltf, file=file)
     else:
-        scene = import_with_assimp(file, gltf)
-    if gltf:  # the file's own samplers: interpolation and CUBICSPLINE tangents, which Assimp drops
-        scene.animations = gltf_animations(doc, scene)
+        scene = import_with_assimp(file, not gltf)
+    if gltf:
         with np.errstate(all="ignore"):
-            validate_scene(scene)
+            scene.animations = gltf_animations(doc, scene)
+            validate_animations(scene)
     return scene
 
 
-def import_with_assimp(file: str, skip_animations: bool = False) -> SceneAsset:
-    """Assimp import, conversion to the data model and ``validate_scene`` (what ``isolate`` runs in a child).
-    ``skip_animations``: leave the clips out (glTF: ``load_scene`` reads them from the file itself)."""
+def import_with_assimp(file: str, animations: bool = True) -> SceneAsset:
+    """Assimp import, conversion to the data model and ``validate_scene`` (what ``isolate`` runs in a child);
+    ``animations=False`` leaves the clips to the caller (glTF: read from the file itself)."""
     lib = _assimp()
     ptr = lib.load(os.fsencode(file), IMPORT_FLAGS)  # aiImportFile(path, flags)
     if not ptr:
@@ -145,7 +146,7 @@ def import_with_assimp(file: str, skip_animations: bool = False) -> SceneAsset:
         if raw.mFlags & _SCENE_FLAGS_INCOMPLETE or not raw.mRootNode:
             raise AssetError("incomplete scene (no meshes or truncated file)", file=file)
         with np.errstate(all="ignore"):  # NaN/inf from bad data are reported by validate_scene, not warned
-            scene = _convert(raw, file, animations=not skip_animations)
+            scene = _convert(raw, file, animations=animations)
     finally:
         lib.release(ptr)
     with np.errstate(all="ignore"):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -73,16 +71,9 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def write_png_atomic(path: str | Path, rgba: np.ndarray) -> None:
+    """PNG through vkmorph.outputs.atomic_write (temp file in the same folder, fsync, rename; nothing on error)."""
     from PIL import Image as PILImage
 
-    out = Path(path)
-    if not out.parent.exists():
-        raise UsageError(f"output folder {out.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=out.parent)
-    os.close(fd)
-    try:
-        PILImage.fromarray(rgba, "RGBA").save(tmp, format="PNG")
-        os.replace(tmp, out)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    from ..outputs import atomic_write
+
+    atomic_write(path, lambda f: PILImage.fromarray(rgba, "RGBA").save(f, format="PNG"))
