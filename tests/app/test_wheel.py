@@ -2,7 +2,7 @@
 
 Offline and fast: the wheel is built without build isolation (setuptools from the dev extras), installed with
 ``--no-deps --no-index`` into a fresh venv whose only other path is the dev venv's site-packages (for numpy,
-vulkan, ...; a plain path entry, so the editable vkmorph there is NOT importable), and run from a folder outside
+vulkan, ...; the installed copy comes first on sys.path, which the test checks), and run from a folder outside
 the repository.
 """
 
@@ -38,7 +38,9 @@ def installed(tmp_path_factory):
     purelib = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
     deps = [p for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
                         *site.getsitepackages()} if Path(p).is_dir()]
-    Path(purelib, "dev_deps.pth").write_text("\n".join(deps) + "\n")
+    # addsitedir also runs the .pth files there (setuptools' distutils shim, which pyassimp needs on 3.12+);
+    # the editable vkmorph finder it installs comes after the venv's own copy, which the test checks
+    Path(purelib, "dev_deps.pth").write_text("".join(f"import site; site.addsitedir({d!r})\n" for d in deps))
     _run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index", "-q",
           "--disable-pip-version-check", str(wheel)])
     work = tmp / "elsewhere"

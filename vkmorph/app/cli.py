@@ -135,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--headless", action="store_true", help="force headless rendering (automatic without a display)")
     p.add_argument("--out-dir", default="demo-frames", help="headless: folder for frame PNGs (default demo-frames)")
     p.add_argument("--log-frames", action="store_true", help="print each frame's morph dispatch counters")
+    p.add_argument("--no-panel", action="store_true", help="no on-screen panel (keys still work)")
     p.set_defaults(fn=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy",

@@ -26,7 +26,8 @@ HELP = """vkmorph demo keys
   C                    cycle the animation (sine drivers, then the file's clips)
   J / N                toggle the bone-weight heat map / select the next joint
   L                    swing the light around
-  P                    print the current weights;  H  this help;  ESC  quit"""
+  P                    print the current weights;  H  this help;  ESC  quit
+  U                    show / hide the on-screen panel (sliders, clips, timeline, heat-map joint)"""
 
 
 def headless_requested(args) -> bool:
@@ -87,6 +88,9 @@ class DemoWindow:
         self.light_angle = 0.0
         self.frame_index = 0
         self.shot_taken = False
+        self.panel = None
+        self.stats: dict = {}
+        self._draw_data = None
 
     # ------------------------------------------------------------------ set-up
     def run(self) -> int:
@@ -131,13 +135,22 @@ class DemoWindow:
             # the forward pass renders straight into the swapchain images, in their format
             self.renderer = SceneRenderer(ctx, self.scene, self.presenter.format, vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
                                           frames_in_flight=FRAMES_IN_FLIGHT)
+            from .driver import SceneDriver
+
+            self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
+                                      sine=self.default_scene)
+            self.panel = self._make_panel()
             # multisampled colour + depth-stencil per swapchain size, resolved into the swapchain image
-            self.presenter.attach(self.renderer.forward_pass, self.renderer.create_targets)
+            self.presenter.attach(self.renderer.forward_pass,
+                                  self.panel.renderer.render_pass if self.panel is not None else None,
+                                  create_targets=self.renderer.create_targets)
             self._loop(glfw)
         finally:
             try:
                 if self.presenter is not None:
                     self.presenter.destroy()
+                if self.panel is not None:
+                    self.panel.destroy()
             finally:
                 if self.renderer is not None:
                     self.renderer.destroy()
@@ -199,6 +212,8 @@ class DemoWindow:
             a = self.light_angle
             self.renderer.light_dir = np.array([-0.45 * np.cos(a) - 0.35 * np.sin(a), -1.0,
                                                 -0.35 * np.cos(a) + 0.45 * np.sin(a)])
+        elif key == glfw.KEY_U and self.panel is not None:
+            self.panel.visible = not self.panel.visible
         elif key == glfw.KEY_P:
             pose = self.renderer.runtime.pose
             for node in pose.morph_nodes:
@@ -207,10 +222,16 @@ class DemoWindow:
     def _on_mouse_button(self, window, button, action, mods) -> None:
         import glfw
 
+        if self.panel is not None:
+            self.panel.mouse_button(button, action == glfw.PRESS)
+            if action == glfw.PRESS and self.panel.wants_mouse:
+                return
         if button == glfw.MOUSE_BUTTON_LEFT:
             self.dragging = glfw.get_cursor_pos(window) if action == glfw.PRESS else None
 
     def _on_cursor(self, window, x, y) -> None:
+        if self.panel is not None:
+            self.panel.mouse_pos(x, y)
         if self.dragging is not None:
             px, py = self.dragging
             cam = self.renderer.camera
@@ -219,14 +240,28 @@ class DemoWindow:
             self.dragging = (x, y)
 
     def _on_scroll(self, window, dx, dy) -> None:
+        if self.panel is not None:
+            self.panel.scroll(dx, dy)
+            if self.panel.wants_mouse:
+                return
         self.renderer.camera.distance *= 0.9 ** dy
 
     # ------------------------------------------------------------------ frame loop
-    def _loop(self, glfw) -> None:
-        from .driver import SceneDriver
+    def _make_panel(self):
+        """The on-screen panel, unless --no-panel or imgui-bundle is not installed (then keys only)."""
+        if self.args.no_panel:
+            return None
+        try:
+            import imgui_bundle  # noqa: F401
+        except ImportError:
+            print("vkmorph demo: no on-screen panel (pip install imgui-bundle); keys still work", file=sys.stderr)
+            return None
+        from .panel import DemoPanel
 
-        self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
-                                  sine=self.default_scene)
+        return DemoPanel(self.scene, self.driver, self.renderer.runtime.pose, self.ctx, self.presenter.format,
+                         FRAMES_IN_FLIGHT)
+
+    def _loop(self, glfw) -> None:
         glfw.set_key_callback(self.window, self._on_key)
         glfw.set_mouse_button_callback(self.window, self._on_mouse_button)
         glfw.set_cursor_pos_callback(self.window, self._on_cursor)
@@ -235,6 +270,7 @@ class DemoWindow:
         print("vkmorph demo: press H for keys", flush=True)
 
         last_t = time.perf_counter()
+        self._panel_t = last_t
         title_t, title_frames = last_t, 0
         gpu_ms = (0.0, 0.0)
         frames = self.args.frames
@@ -251,6 +287,12 @@ class DemoWindow:
             now = time.perf_counter()
             self.driver.advance(now - last_t)
             last_t = now
+            if self.panel is not None:
+                heat = {"on": self.heat, "joint": self.heat_joint}
+                self._draw_data = self.panel.build(glfw.get_window_size(self.window), (w, h), now - self._panel_t,
+                                                   self.stats, heat)
+                self._panel_t = now
+                self.heat, self.heat_joint = heat["on"], heat["joint"]
             self.renderer.heat_joint = self.heat_joint if self.heat else -1
             shot = bool(self.args.screenshot) and frames and self.frame_index == frames - 1
             try:
@@ -266,6 +308,9 @@ class DemoWindow:
                 self.guard.lost = self.guard.lost or "the window's surface was lost"
                 self.guard.hold_stderr()
                 break
+            if self.guard.lost is not None:  # lost during the frame: no further GLFW/Xlib call
+                self.guard.hold_stderr()
+                break
             if result is None:
                 continue
             counters, gpu = result
@@ -276,8 +321,11 @@ class DemoWindow:
                       f"uploaded {counters.bytes_uploaded}", flush=True)
             self.frame_index += 1
             title_frames += 1
+            self.stats.update(morph_ms=gpu_ms[0], frame_ms=gpu_ms[1], dispatched=counters.dispatched,
+                              skipped=counters.skipped)
             if now - title_t >= 0.5:
                 fps = title_frames / (now - title_t)
+                self.stats["fps"] = fps
                 glfw.set_window_title(self.window, f"vkmorph | {fps:.0f} FPS | morph {gpu_ms[0]:.3f} ms | frame "
                                       f"{gpu_ms[1]:.2f} ms GPU | dispatched {counters.dispatched} skipped "
                                       f"{counters.skipped} | {self.driver.mode_name}")
@@ -300,6 +348,9 @@ class DemoWindow:
         r.update(frame.slot, frame.width / frame.height, frame.width, frame.height)
         counters = r.record(frame.cb, frame.slot, frame.framebuffer, frame.width, frame.height,
                             after_morph=lambda c: pr.timestamps.write(c, 1, frame.slot, COMPUTE))
+        if self.panel is not None and self._draw_data is not None:
+            self.panel.record(frame.cb, frame.slot, frame.overlay_framebuffer, frame.width, frame.height,
+                              self._draw_data)
         pixels = pr.end_frame(frame, screenshot=screenshot)
         if pixels is not None:
             from ..render.offscreen import write_png_atomic

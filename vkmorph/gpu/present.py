@@ -29,6 +29,7 @@ class Frame:
     cb: object
     image: int
     framebuffer: object
+    overlay_framebuffer: object  # for the overlay pass given to attach(), else None
     width: int
     height: int
     gpu_ms: list[float] | None   # the previous use of this slot: [stamp1 - stamp0, stamp2 - stamp0, ...]
@@ -42,7 +43,7 @@ class WindowPresenter:
         self.fns = SurfaceFunctions(ctx)
         self.surface = create_surface(ctx, window)
         self.format, _ = choose_format(self.fns.formats(ctx.physical_device, self.surface))
-        self.swapchain = self.render_pass = self.sc_group = self.depth = self.targets = None
+        self.swapchain = self.render_pass = self.overlay_pass = self.sc_group = self.depth = self.targets = None
         self.create_targets = None
         self.framebuffers, self.render_done = [], []
         self.frame_group = G.ObjectGroup(ctx, "frames in flight")
@@ -58,12 +59,13 @@ class WindowPresenter:
         self.frame_index = 0
 
     # ------------------------------------------------------------------ swapchain
-    def attach(self, render_pass, create_targets=None) -> None:
+    def attach(self, render_pass, overlay_pass=None, create_targets=None) -> None:
         """Create the swapchain and one framebuffer per image for ``render_pass`` (colour = the swapchain
-        format in PRESENT_SRC layout, then depth). ``create_targets(views, width, height)``, when given, makes
-        the attachments instead (an object with ``framebuffers`` and ``destroy()``, e.g. SceneRenderer's
-        multisampled colour + depth-stencil targets)."""
-        self.render_pass, self.create_targets = render_pass, create_targets
+        format in PRESENT_SRC layout, then depth), and for ``overlay_pass`` (colour only, e.g. a UI).
+        ``create_targets(views, width, height)``, when given, makes the ``render_pass`` attachments instead (an
+        object with ``framebuffers`` and ``destroy()``, e.g. SceneRenderer's multisampled colour + depth-stencil
+        resolved into the swapchain image)."""
+        self.render_pass, self.overlay_pass, self.create_targets = render_pass, overlay_pass, create_targets
         self._recreate()
 
     def _recreate(self) -> None:
@@ -88,6 +90,9 @@ class WindowPresenter:
                                name="window depth")
             self.framebuffers = [G.framebuffer(self.ctx, self.sc_group, self.render_pass, [v, self.depth.view],
                                                sc.width, sc.height) for v in sc.views]
+        self.overlay_framebuffers = [G.framebuffer(self.ctx, self.sc_group, self.overlay_pass, [v], sc.width,
+                                                   sc.height) if self.overlay_pass is not None else None
+                                     for v in sc.views]
         self.render_done = [self.sc_group.add(vk.vkDestroySemaphore,
                                               vk.vkCreateSemaphore(self.ctx.device, vk.VkSemaphoreCreateInfo(), None))
                             for _ in sc.images]
@@ -126,7 +131,8 @@ class WindowPresenter:
         self.timestamps.reset(cb, slot)
         self.timestamps.write(cb, 0, slot, TOP)
         sc = self.swapchain
-        return Frame(slot, cb, index, self.framebuffers[index], sc.width, sc.height, gpu)
+        return Frame(slot, cb, index, self.framebuffers[index], self.overlay_framebuffers[index], sc.width,
+                     sc.height, gpu)
 
     def end_frame(self, frame: Frame, screenshot: bool = False) -> np.ndarray | None:
         """Last timestamp, end, submit, present. With ``screenshot`` (and a swapchain that allows copies):
