@@ -30,7 +30,7 @@ from ..gpu import memory as M
 from ..gpu.context import Context, Owner
 from ..gpu.pipeline import vertex_input_attributes
 from ..gpu.vk import vk
-from ..morph.bounds import ClusterBounds
+from ..morph.bounds import ClusterBounds, transform_box
 from ..morph.gpu_data import DELTA_FORMATS
 from ..morph.state import SceneMorphPose
 from .morph_batch import FEW_DIRTY, MorphBatch  # noqa: F401  (FEW_DIRTY re-exported for tests)
@@ -324,16 +324,26 @@ class MorphRuntime:
         """VkBuffer of uint32 triangle-list indices."""
         return self.instance(node, primitive).index_buffer.handle
 
-    def bounds(self, node: int | str, primitive: int = 0) -> np.ndarray:
-        """(2, 3) [min, max] of the primitive's morphed positions at the CURRENT weights, in mesh space (before
-        skinning and the node transform; ``vkmorph.morph.bounds.transform_box`` takes it to world space).
-        Conservative (contains every deformed vertex) and tight; CPU only, no readback (morph/bounds.py)."""
+    def bounds(self, node: int | str, primitive: int = 0, space: str = "mesh",
+               skeleton: Skeleton | None = None) -> np.ndarray:
+        """(2, 3) [min, max] of the primitive's vertices at the CURRENT weights: ``space="mesh"``: morphed, in
+        mesh space (before skinning and the node transform); ``"world"``: as drawn, skinned by ``skeleton``'s
+        current pose (default ``self.skeleton``) or moved by the node's world matrix. Conservative (contains
+        every deformed vertex) and tight; CPU only, no readback (morph/bounds.py). For framing, culling and
+        putting the ground under the posed model."""
+        if space not in ("mesh", "world"):
+            raise UsageError(f"space must be 'mesh' or 'world', got {space!r}")
         inst = self.instance(node, primitive)
         cb = self._cluster_bounds.get(id(inst.prim))
         if cb is None:
             cb = self._cluster_bounds[id(inst.prim)] = ClusterBounds(inst.prim)
         w = self.pose.weights(inst.node)[:inst.target_count] if inst.is_morphing else np.zeros(0)
-        return cb.at(w)
+        if space == "mesh":
+            return cb.at(w)
+        skel = skeleton if skeleton is not None else self.skeleton
+        if inst.prim.is_skinned:
+            return cb.at(w, skel.skin_matrices(inst.prim.skin))
+        return transform_box(cb.at(w), skel.world_matrices()[inst.node])
 
     def vertex_input(self, node: int | str, primitive: int = 0) -> VertexInput:
         return vertex_input_of(self.instance(node, primitive).prim.vertices.dtype)
