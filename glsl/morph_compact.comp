@@ -1,44 +1,32 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Sparse morph-target deformation, compact deltas: 24 bytes instead of 64. Position, normal and tangent deltas
-// are snorm16 scaled per target (scales[weight index] = position, normal, tangent scale); the weight index is
-// read first so an inactive target costs 8 bytes. Error per component <= sum(w * scale) / 65534.
-layout(local_size_x = 64) in;
-#include "morph_common.glsl"
+// Morph pass, compact deltas: 18 bytes per delta (snorm16, scaled per target: scales[slot] = position, normal,
+// tangent scale). Error per component <= sum(w * scale) / 65534. See morph_common.glsl for the layout.
+#define WEIGHT vec4
 
-struct CompactDelta {    // 24 bytes, numpy vkmorph.morph.gpu_data.COMPACT_DELTA
-    uvec2 a;             // snorm16 (p.x, p.y), (p.z, n.x)
-    uvec2 b;             // snorm16 (n.y, n.z), (t.x, t.y)
-    uvec2 c;             // snorm16 (t.z, 0), weight index
-};
+layout(std430, set = 0, binding = 4) readonly buffer DeltaA { uvec4 deltaA[]; };  // (p.xy)(p.z n.x)(n.yz)(t.xy)
+layout(std430, set = 0, binding = 5) readonly buffer DeltaB { uint deltaB[]; };   // two t.z per word
+layout(std430, set = 0, binding = 8) readonly buffer Scales { vec4 scales[]; };
 
-layout(std430, set = 0, binding = 2) readonly buffer Deltas { CompactDelta deltas[]; };
-layout(std430, set = 0, binding = 6) readonly buffer Scales { vec4 scales[]; };
+vec4 activeWeight(uint slot, float w) { return w * scales[slot]; }
 
-void main() {
-    if (gl_GlobalInvocationID.x >= pc.vertexCount) return;
-    uint v = pc.firstVertex + gl_GlobalInvocationID.x;
-    vec3 p = baseVertices[v].position.xyz;
-    vec3 n0 = baseVertices[v].normal.xyz;
-    vec3 t0 = baseVertices[v].tangent.xyz;
-    vec3 n = n0;
-    vec3 t = t0;
-    uint end = vertexOffsets[v + 1];
-    for (uint i = vertexOffsets[v]; i < end; ++i) {
-        uvec2 c = deltas[i].c;
-        float w = weights[c.y];
-        if (w == 0.0) continue;
-        uvec2 a = deltas[i].a;
-        uvec2 b = deltas[i].b;
-        vec2 pxy = unpackSnorm2x16(a.x);
-        vec2 pzn = unpackSnorm2x16(a.y);
-        vec2 nyz = unpackSnorm2x16(b.x);
-        vec2 txy = unpackSnorm2x16(b.y);
-        float tz = unpackSnorm2x16(c.x).x;
-        vec3 s = w * scales[c.y].xyz;
-        p += s.x * vec3(pxy, pzn.x);
-        n += s.y * vec3(pzn.y, nyz);
-        t += s.z * vec3(txy, tz);
-    }
-    writeVertex(v, p, normalizeOr(n, n0), normalizeOr(t, t0));
+void add1(uint d, vec4 w, inout vec3 p, inout vec3 n, inout vec3 t, uvec4 a, uint z) {
+    vec2 pxy = unpackSnorm2x16(a.x), pzn = unpackSnorm2x16(a.y), nyz = unpackSnorm2x16(a.z);
+    vec2 txy = unpackSnorm2x16(a.w);
+    float tz = unpackSnorm2x16(z >> (16u * (d & 1u))).x;
+    p += w.x * vec3(pxy, pzn.x);
+    n += w.y * vec3(pzn.y, nyz);
+    t += w.z * vec3(txy, tz);
 }
+
+void accumulate4(uint d0, uint d1, uint d2, uint d3, vec4 w0, vec4 w1, vec4 w2, vec4 w3,
+                 inout vec3 p, inout vec3 n, inout vec3 t) {
+    uvec4 a0 = deltaA[d0], a1 = deltaA[d1], a2 = deltaA[d2], a3 = deltaA[d3];
+    uint z0 = deltaB[d0 >> 1u], z1 = deltaB[d1 >> 1u], z2 = deltaB[d2 >> 1u], z3 = deltaB[d3 >> 1u];
+    add1(d0, w0, p, n, t, a0, z0);
+    add1(d1, w1, p, n, t, a1, z1);
+    add1(d2, w2, p, n, t, a2, z2);
+    add1(d3, w3, p, n, t, a3, z3);
+}
+
+#include "morph_common.glsl"

@@ -166,3 +166,195 @@ def dequantized(data: GpuMorphData) -> GpuMorphData:
         d[field][:, :3] = np.maximum(q / 32767.0, -1.0) * s
     return GpuMorphData(data.base_vertices, data.vertex_offsets, d, data.conservative_bounds,
                         data.maximum_position_delta, data.target_count)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Chunked target-major layout: what the GPU kernel (glsl/morph_common.glsl) reads. The CSR form above stays the
+# readable description of the data (tests, `vkmorph info`); this one is designed against the bandwidth floor.
+#
+# Why this layout (measured on an H200 and lavapipe; numbers in bench/ and ../shared/perf):
+# - One 256-thread workgroup owns one *chunk*: up to 256 consecutive vertices of ONE primitive (chunks never
+#   straddle primitives, so each chunk has one output base address and stride and no per-vertex address table).
+# - Base vertices are stored as the first 48 bytes of the output vertex (position, normal, tangent, texcoord) so
+#   each thread reads 3 x vec4 and writes 3 x vec4 whole: full 16-byte stores, no scalar read-modify-write
+#   traffic at a 48/80-byte stride (nine scalar stores per vertex were slow even without deltas).
+# - Deltas are grouped per (chunk, target) *block*, in vertex order. A block has one table entry
+#   (weight slot, first delta) and a 256-bit mask of the chunk's vertices it moves. An inactive target costs 8
+#   bytes per chunk it touches (its table entry), never its deltas: the few-active case reads only what it uses.
+# - Per frame each workgroup compacts the active blocks of its chunk into shared memory (deterministic order:
+#   table order), and each thread finds its own delta in a block by a popcount of the mask bits below it. Loads
+#   of up to four deltas are issued back to back (branch-free, a miss reads the zero delta at index 0), so a
+#   thread's loads do not wait for each other. No atomics: the summation order is fixed and results repeat.
+# - Delta payload, no index: full = 2 x vec4 (p.xyz n.x | n.yz t.xy) + 1 float (t.z) = 36 bytes; compact =
+#   1 x uvec4 of snorm16 pairs + one 16-bit t.z = 18 bytes, scaled per target.
+# ---------------------------------------------------------------------------------------------------------------
+CHUNK = 256                   # vertices per workgroup (= local_size_x); mask bits per block
+MASK_WORDS = CHUNK // 32
+CHUNK_RECORD = 8              # uint32 per chunk: first vertex, count, first entry, end entry, out vec4, stride
+DELTA_A_WORDS = {"full": 8, "compact": 4}   # per delta, stream A (vec4-aligned)
+
+
+@dataclass
+class _Plan:
+    prim: MeshPrimitiveAsset
+    nz: list                  # per target: sorted vertex indices with a non-zero delta
+    counts: np.ndarray        # (chunks, T) deltas per block
+
+    @property
+    def chunks(self) -> int:
+        return self.counts.shape[0]
+
+    @property
+    def blocks(self) -> int:
+        return int(np.count_nonzero(self.counts))
+
+    @property
+    def deltas(self) -> int:
+        return int(self.counts.sum())
+
+
+def _plan(prim: MeshPrimitiveAsset) -> _Plan:
+    V, T = prim.vertex_count, len(prim.morph_targets)
+    C = (V + CHUNK - 1) // CHUNK
+    nz = [nonzero_vertices(prim, t) for t in range(T)]
+    counts = np.zeros((C, T), np.int64)
+    for t, v in enumerate(nz):
+        counts[:, t] = np.bincount(v // CHUNK, minlength=C)
+    return _Plan(prim, nz, counts)
+
+
+@dataclass
+class PrimitiveSlot:
+    """Where one primitive lives in a :class:`ChunkedBatch`."""
+
+    first_vertex: int
+    first_chunk: int
+    chunk_count: int
+    weight_offset: int
+    delta_count: int
+    block_count: int
+    conservative_bounds: np.ndarray
+    maximum_position_delta: float
+
+
+@dataclass
+class ChunkedBatch:
+    """All morphing primitives of a runtime in the chunked target-major layout (arrays ready to upload)."""
+
+    delta_format: str
+    chunks: np.ndarray        # (C, 8) uint32
+    table: np.ndarray         # (B, 2) uint32: weight slot, global index of the block's first delta
+    masks: np.ndarray         # (B, 8) uint32: bit i = chunk vertex i has a delta in this block
+    delta_a: np.ndarray       # full (D + 1, 8) float32 / compact (D + 1, 4) uint32; row 0 = the zero delta
+    delta_b: np.ndarray       # full (D + 1,) float32 t.z / compact uint32 holding two snorm16 t.z each
+    base: np.ndarray          # (V, 12) float32: the first 48 bytes of each vertex
+    scales: np.ndarray        # (S, 4) float32 per weight slot (compact: position, normal, tangent scale)
+    slots: list
+
+    @property
+    def delta_count(self) -> int:
+        return len(self.delta_a) - 1
+
+
+
+
+
+def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0), delta_format="full",
+                        slot_count: int | None = None) -> ChunkedBatch:
+    """Lay out ``prims`` (validated primitives with targets) for the chunked kernel.
+
+    ``weight_offsets[i]``: weight slot of target 0 of prim i; ``out_vec4[i]``: vec4 index of prim i's vertex 0 in
+    the output buffer (its stride is the vertex size / 16). Vectorized per target; no loop over vertices.
+    """
+    if delta_format not in DELTA_FORMATS:
+        raise ValueError(f"delta_format must be one of {DELTA_FORMATS}")
+    plans = [_plan(p) for p in prims]
+    Ctot = sum(p.chunks for p in plans)
+    Btot = sum(p.blocks for p in plans)
+    Dtot = sum(p.deltas for p in plans)
+    Vtot = sum(p.prim.vertex_count for p in plans)
+    compact = delta_format == "compact"
+    chunks = np.zeros((max(1, Ctot), CHUNK_RECORD), np.uint32)
+    table = np.zeros((max(1, Btot), 2), np.uint32)
+    masks = np.zeros((max(1, Btot), MASK_WORDS), np.uint32)
+    delta_a = np.zeros((Dtot + 1, DELTA_A_WORDS[delta_format]), np.uint32 if compact else np.float32)
+    delta_b = np.zeros((Dtot + 2) // 2 if compact else Dtot + 1, np.uint32 if compact else np.float32)
+    tz16 = delta_b.view(np.uint16) if compact else None
+    base = np.zeros((max(1, Vtot), 12), np.float32)
+    S = slot_count if slot_count is not None else max(
+        [w + len(p.morph_targets) for w, p in zip(weight_offsets, prims)] + [1])
+    scales = np.ones((max(1, S), 4), np.float32)
+    lo_w, hi_w = weight_range
+    slots = []
+    c0 = b0 = v0 = 0
+    d0 = 1                                          # delta 0 is the zero delta that misses read
+    for plan, w_off, o_vec4 in zip(plans, weight_offsets, out_vec4):
+        prim = plan.prim
+        V, T, C = prim.vertex_count, len(prim.morph_targets), plan.chunks
+        raw = prim.vertices.view(np.uint8).reshape(V, prim.vertices.dtype.itemsize)
+        base[v0:v0 + V].view(np.uint8)[:] = raw[:, :48]
+        flat = plan.counts.ravel()                  # chunk-major, then target
+        exists = flat > 0
+        starts = np.zeros(len(flat), np.int64)
+        np.cumsum(flat[:-1], out=starts[1:])
+        blk = np.cumsum(exists) - 1
+        ex = np.flatnonzero(exists)
+        nb = len(ex)
+        table[b0:b0 + nb, 0] = ex % max(T, 1) + w_off
+        table[b0:b0 + nb, 1] = starts[ex] + d0
+        entries = np.zeros(C + 1, np.int64)
+        np.cumsum(exists.reshape(C, T).sum(axis=1) if T else np.zeros(C, np.int64), out=entries[1:])
+        ch = chunks[c0:c0 + C]
+        ch[:, 0] = v0 + np.arange(C) * CHUNK
+        ch[:, 1] = np.minimum(CHUNK, V - np.arange(C) * CHUNK)
+        ch[:, 2] = b0 + entries[:-1]
+        ch[:, 3] = b0 + entries[1:]
+        ch[:, 4] = o_vec4 + np.arange(C) * CHUNK * (prim.vertices.dtype.itemsize // 16)
+        ch[:, 5] = prim.vertices.dtype.itemsize // 16
+        neg = np.zeros((V, 3))
+        pos = np.zeros((V, 3))
+        m_flat = masks[b0:b0 + nb].reshape(-1)
+        for t, v in enumerate(plan.nz):
+            if not len(v):
+                continue
+            c = v // CHUNK
+            first_in_chunk = np.zeros(C, np.int64)
+            np.cumsum(plan.counts[:-1, t], out=first_in_chunk[1:])
+            dest = d0 + starts[c * T + t] + (np.arange(len(v)) - first_in_chunk[c])
+            tgt = prim.morph_targets[t]
+            dp = tgt.position_deltas[v]
+            dn = tgt.normal_deltas[v] if tgt.normal_deltas is not None else np.zeros((len(v), 3), np.float32)
+            dt = tgt.tangent_deltas[v] if tgt.tangent_deltas is not None else np.zeros((len(v), 3), np.float32)
+            if compact:
+                s = [float(np.abs(x).max()) or 1.0 for x in (dp, dn, dt)]
+                scales[w_off + t, :3] = s
+                q = [x / sx for x, sx in zip((dp, dn, dt), s)]
+                delta_a[dest, 0] = _pack2(q[0][:, 0], q[0][:, 1])
+                delta_a[dest, 1] = _pack2(q[0][:, 2], q[1][:, 0])
+                delta_a[dest, 2] = _pack2(q[1][:, 1], q[1][:, 2])
+                delta_a[dest, 3] = _pack2(q[2][:, 0], q[2][:, 1])
+                tz16[dest] = _snorm16(q[2][:, 2])
+            else:
+                a = delta_a[dest]
+                a[:, 0:3] = dp
+                a[:, 3:6] = dn
+                a[:, 6:8] = dt[:, :2]
+                delta_a[dest] = a
+                delta_b[dest] = dt[:, 2]
+            local = v % CHUNK
+            key = c * MASK_WORDS + local // 32
+            bits = np.left_shift(np.uint32(1), (local % 32).astype(np.uint32))
+            run = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+            words = np.bitwise_or.reduceat(bits, run)
+            kc = key[run]
+            m_flat[blk[(kc // MASK_WORDS) * T + t] * MASK_WORDS + kc % MASK_WORDS] = words
+            d64 = dp.astype(np.float64)
+            neg[v] += np.minimum(d64 * lo_w, d64 * hi_w)
+            pos[v] += np.maximum(d64 * lo_w, d64 * hi_w)
+        p = prim.vertices["position"].astype(np.float64)
+        bounds = np.stack([(p + neg).min(axis=0), (p + pos).max(axis=0)]) if V else np.zeros((2, 3))
+        reach = np.maximum(np.abs(neg), np.abs(pos))
+        max_delta = float(np.sqrt((reach ** 2).sum(axis=1)).max()) if V else 0.0
+        slots.append(PrimitiveSlot(v0, c0, C, w_off, plan.deltas, nb, bounds, max_delta))
+        c0, b0, v0, d0 = c0 + C, b0 + nb, v0 + V, d0 + plan.deltas
+    return ChunkedBatch(delta_format, chunks, table, masks, delta_a, delta_b, base, scales, slots)

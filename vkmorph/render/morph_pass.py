@@ -1,10 +1,10 @@
-"""The GPU morph pass and the embedding runtime.
+"""The GPU morph pass and the embedding runtime (the facade; the kernel's data and commands are in
+render/morph_batch.py, ``MorphBatch``, whose docstring states the seam).
 
 ``MorphRuntime`` builds, for every node that instances a mesh, one vertex buffer range per primitive.
-Primitives with morph targets are batched: their base vertices, CSR offsets, deltas and weights live in one
-set of buffers behind one descriptor set, and their output vertex data in one STORAGE | VERTEX buffer (each
-primitive at its own aligned offset, starting as the full vertex data). Primitives without targets get a
-plain vertex buffer and no compute resources.
+Primitives with morph targets go to one ``MorphBatch`` (one descriptor set; output vertex data of each
+primitive at its own aligned offset of one STORAGE | VERTEX buffer). Primitives without targets get a plain
+vertex buffer and no compute resources.
 
 ``record(cb)`` is the only per-frame call and follows the two-level version cache: nothing at all when the
 scene pose version did not move; otherwise only the primitives of nodes whose weights changed are re-uploaded
@@ -20,21 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..asset.model import MeshPrimitiveAsset, SceneAsset, attribute_offsets_words
+from ..asset.model import MeshPrimitiveAsset, SceneAsset
 from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
 from ..gpu.context import Context
-from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
-from ..morph.gpu_data import DELTA_FORMATS, MORPH_DELTA, build_gpu_morph_data, compact_deltas
+from ..morph.gpu_data import DELTA_FORMATS
 from ..morph.state import SceneMorphPose
-
-LOCAL_SIZE = 64
-PUSH = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4")])
-OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment, so ranges can be bound
-UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
-FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
+from .morph_batch import FEW_DIRTY, MorphBatch  # noqa: F401  (FEW_DIRTY re-exported for tests)
 
 
 @dataclass
@@ -67,10 +61,6 @@ def vertex_input_of(dtype: np.dtype) -> VertexInput:
     return VertexInput(stride=dtype.itemsize, attributes=attrs)
 
 
-def _align(n: int, a: int = OUTPUT_ALIGNMENT) -> int:
-    return (n + a - 1) // a * a
-
-
 class PrimitiveInstance:
     """One primitive as instanced by one node: where its vertices are, and its slot in the morph batch."""
 
@@ -81,13 +71,8 @@ class PrimitiveInstance:
         self.vertex_buffer: M.Buffer | None = None
         self.vertex_offset = 0                # bytes into vertex_buffer
         self.target_count = len(prim.morph_targets)
-        self.first_vertex = 0                 # global vertex index in the batch
-        self.weight_offset = 0                # slot of target 0 in the batch's weight array
-        self.delta_count = 0
-        self.conservative_bounds = None
-        self.groups = 0
-        self.push = None
-        self._push_ptr = None
+        self.delta_count = 0                  # set by MorphBatch for morphing primitives
+        self.conservative_bounds = None       # set by MorphBatch for morphing primitives
 
     @property
     def is_morphing(self) -> bool:
@@ -116,11 +101,11 @@ class MorphRuntime:
             raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
         self.ctx, self.scene, self.delta_format = ctx, scene, delta_format
         self.pose = SceneMorphPose(scene, weight_range)
-        self.pipeline: ComputePipeline | None = None
+        self.batch: MorphBatch | None = None
         self.instances: list[PrimitiveInstance] = []
         self.morphing: list[PrimitiveInstance] = []
         self._by_key: dict[tuple[int, int], PrimitiveInstance] = {}
-        self._by_node: dict[int, list[PrimitiveInstance]] = {}
+        self._by_node: dict[int, list[int]] = {}  # node -> indices into morphing (= the batch's order)
         self._owned: list[M.Buffer] = []
         self.applied_pose_version = -1
         self.last_counters = FrameCounters()
@@ -149,81 +134,22 @@ class MorphRuntime:
                 self.instances.append(inst)
                 self._by_key[(node_i, p_i)] = inst
                 if inst.is_morphing:
+                    self._by_node.setdefault(node_i, []).append(len(self.morphing))
                     self.morphing.append(inst)
-                    self._by_node.setdefault(node_i, []).append(inst)
                 else:  # storage too: the skinning capture kernel reads any vertex buffer
                     inst.vertex_buffer = self._own(M.device_buffer(ctx, prim.vertices, M.VERTEX | M.STORAGE,
                                                                    name=f"vertices n{node_i}p{p_i}"))
         if self.morphing:
-            self._build_batch()
+            self.batch = MorphBatch(ctx, self.morphing, self.pose, self.delta_format)
+            self.gpu_bytes = self.batch.gpu_bytes
 
-    def _build_batch(self) -> None:
-        ctx = self.ctx
-        bases, offsets, deltas, out_words, scales, gather = [], [], [], [], [], []
-        out_bytes = 0
-        vtx = dlt = slot = 0
-        for inst in self.morphing:
-            prim = inst.prim
-            if attribute_offsets_words(prim.vertices.dtype)["tangent"] != 6:
-                raise UsageError("vertex layout must start with position, normal, tangent")
-            data = build_gpu_morph_data(prim, self.pose.weight_range)
-            inst.first_vertex, inst.weight_offset = vtx, slot
-            inst.delta_count, inst.conservative_bounds = data.delta_count, data.conservative_bounds
-            inst.vertex_offset = out_bytes
-            V = prim.vertex_count
-            bases.append(data.base_vertices)
-            offsets.append(data.vertex_offsets[:-1].astype(np.int64) + dlt)
-            if self.delta_format == "full":
-                d = data.deltas.copy()
-                d["metadata"][:, 0] += slot
-            else:
-                d, s = compact_deltas(data, slot)
-                scales.append(s)
-            deltas.append(d)
-            out_words.append(out_bytes // 4 + np.arange(V, dtype=np.int64) * (prim.vertices.dtype.itemsize // 4))
-            node_slice = self.pose.slice_of(inst.node)
-            gather.append(node_slice.start + np.arange(inst.target_count))
-            inst.push = np.array([(vtx, V)], PUSH)
-            inst._push_ptr = M.cffi_pointer(inst.push)
-            inst.groups = (V + LOCAL_SIZE - 1) // LOCAL_SIZE
-            vtx += V
-            dlt += data.delta_count
-            slot += inst.target_count
-            out_bytes = _align(out_bytes + prim.vertices.nbytes)
-        self.total_vertices, self.total_deltas = vtx, dlt
-        self._gather = np.concatenate(gather).astype(np.int64)
-        self.gpu_weights = np.zeros(slot, np.float32)
-        offs = np.concatenate(offsets + [np.array([dlt])]).astype(np.uint32)
-        delta_dtype = MORPH_DELTA if self.delta_format == "full" else deltas[0].dtype
-        all_deltas = np.concatenate(deltas) if dlt else np.zeros(1, delta_dtype)
-        staging = np.zeros(out_bytes, np.uint8)
-        for inst in self.morphing:
-            staging[inst.vertex_offset:inst.vertex_offset + inst.vertex_bytes] = inst.prim.vertices.view(np.uint8)
-        self.base = self._own(M.device_buffer(ctx, np.concatenate(bases), M.STORAGE, name="morph base"))
-        self.offsets = self._own(M.device_buffer(ctx, offs, M.STORAGE, name="morph offsets"))
-        self.deltas = self._own(M.device_buffer(ctx, all_deltas, M.STORAGE, name="morph deltas"))
-        self.weights = self._own(M.device_buffer(ctx, None, M.STORAGE, size=4 * max(1, slot), name="morph weights"))
-        self.output = self._own(M.device_buffer(ctx, staging, M.STORAGE | M.VERTEX, name="morph output vertices"))
-        self.out_words = self._own(M.device_buffer(ctx, np.concatenate(out_words).astype(np.uint32), M.STORAGE,
-                                                   name="morph output words"))
-        buffers = [self.base, self.offsets, self.deltas, self.weights, self.output, self.out_words]
-        shader = "morph.comp"
-        if self.delta_format == "compact":
-            sc = np.zeros((max(1, slot), 4), np.float32)
-            sc[:slot, :3] = np.concatenate(scales)
-            self.scales = self._own(M.device_buffer(ctx, sc, M.STORAGE, name="morph target scales"))
-            buffers.append(self.scales)
-            shader = "morph_compact.comp"
-        for inst in self.morphing:
-            inst.vertex_buffer = self.output
-        self.pipeline = ComputePipeline(ctx, shader, len(buffers), PUSH.itemsize, max_sets=1)
-        self.descriptor_set = self.pipeline.make_set(buffers)
-        self._all_push = np.array([(0, vtx)], PUSH)
-        self._all_push_ptr = M.cffi_pointer(self._all_push)
-        self._all_groups = (vtx + LOCAL_SIZE - 1) // LOCAL_SIZE
-        self.gpu_bytes = {"base": self.base.size, "offsets": self.offsets.size, "deltas": self.deltas.size,
-                          "weights": self.weights.size, "output": self.output.size,
-                          "output_words": self.out_words.size}
+    @property
+    def total_vertices(self) -> int:
+        return self.batch.total_vertices if self.batch else 0
+
+    @property
+    def total_deltas(self) -> int:
+        return self.batch.total_deltas if self.batch else 0
 
     # ------------------------------------------------------------------ per frame
     def set_weights(self, node: int | str, weights) -> bool:
@@ -240,48 +166,20 @@ class MorphRuntime:
         first = self.applied_pose_version < 0
         self.applied_pose_version = self.pose.version
         dirty_nodes = self.pose.take_dirty()
-        dirty = self.morphing if first else [i for n in dirty_nodes for i in self._by_node.get(n, ())]
+        dirty = list(range(len(self.morphing))) if first else [i for n in dirty_nodes for i in self._by_node.get(n, ())]
         c.skipped = len(self.morphing) - len(dirty)
         if not dirty:
             self.last_counters = c
             return c
-        np.take(self.pose.flat, self._gather, out=self.gpu_weights)
-        few = len(dirty) <= FEW_DIRTY
         barriers.previous_frame_to_morph_writes(cb)
-        if few:
-            for inst in dirty:
-                c.bytes_uploaded += self._upload(cb, inst.weight_offset, inst.target_count)
-        else:
-            c.bytes_uploaded += self._upload(cb, 0, len(self.gpu_weights))
+        c.bytes_uploaded = self.batch.record_uploads(cb, dirty)
         barriers.transfer_write_to_compute_read(cb)
-        vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline.pipeline)
-        vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline.layout, 0, 1,
-                                   [self.descriptor_set], 0, None)
-        if few:
-            for inst in dirty:
-                vk.vkCmdPushConstants(cb, self.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, PUSH.itemsize,
-                                      inst._push_ptr)
-                vk.vkCmdDispatch(cb, inst.groups, 1, 1)
-            c.dispatch_calls = len(dirty)
-        else:
-            vk.vkCmdPushConstants(cb, self.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, PUSH.itemsize,
-                                  self._all_push_ptr)
-            vk.vkCmdDispatch(cb, self._all_groups, 1, 1)
-            c.dispatch_calls = 1
+        c.dispatch_calls = self.batch.record_dispatches(cb, dirty)
         barriers.compute_write_to_vertex_read(cb)
         c.barriers = 3
         c.dispatched = len(dirty)
         self.last_counters = c
         return c
-
-    def _upload(self, cb, first: int, count: int) -> int:
-        """vkCmdUpdateBuffer of gpu_weights[first:first+count] (chunked at 64 KiB); returns bytes."""
-        view = self.gpu_weights[first:first + count]
-        raw = view.view(np.uint8)
-        for start in range(0, raw.nbytes, UPDATE_CHUNK):
-            chunk = raw[start:start + UPDATE_CHUNK]
-            vk.vkCmdUpdateBuffer(cb, self.weights.handle, 4 * first + start, chunk.nbytes, M.cffi_pointer(chunk))
-        return raw.nbytes
 
     # ------------------------------------------------------------------ queries
     def instance(self, node: int | str, primitive: int = 0) -> PrimitiveInstance:
@@ -321,9 +219,9 @@ class MorphRuntime:
         self._owned.clear()
         self.instances.clear()
         self.morphing.clear()
-        if self.pipeline is not None:
-            self.pipeline.destroy()
-            self.pipeline = None
+        if self.batch is not None:
+            self.batch.destroy()
+            self.batch = None
 
     def __enter__(self) -> MorphRuntime:
         return self

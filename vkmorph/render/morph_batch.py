@@ -1,0 +1,184 @@
+"""The morph kernel's data and commands for every morphing primitive of a scene (one batch).
+
+The seam to the facade (render/morph_pass.py, ``MorphRuntime``) is deliberately narrow:
+
+- ``MorphBatch(ctx, instances, pose, delta_format)`` builds the GPU data of ``instances`` (the morphing
+  ``PrimitiveInstance`` objects, in order) and fills in on each instance the fields the facade publishes:
+  ``vertex_buffer`` (a ``memory.Buffer``: the morph output), ``vertex_offset`` (bytes), ``delta_count`` and
+  ``conservative_bounds``. It reads ``inst.prim``, ``inst.node`` and ``inst.target_count`` and nothing else.
+- ``record_uploads(cb, dirty)`` records the weight upload (transfer writes to buffers it owns) and returns the
+  bytes uploaded; ``record_dispatches(cb, dirty)`` binds and dispatches (compute reads/writes) and returns the
+  number of vkCmdDispatch calls. ``dirty`` is a sequence of indices into ``instances``. The facade records the
+  barriers around both (frames-in-flight guard before the uploads, transfer -> compute between, compute ->
+  consumer after), so these two calls record no barriers and never submit or wait.
+- ``gpu_bytes`` (name -> bytes), ``total_vertices``, ``total_deltas``; ``destroy()`` frees what it created.
+
+The data layout (chunked target-major blocks with vertex masks) and why it is what it is: morph/gpu_data.py
+``build_chunked_batch`` and glsl/morph_common.glsl.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..asset.model import attribute_offsets_words
+from ..errors import UsageError
+from ..gpu import memory as M
+from ..gpu.context import Context
+from ..gpu.pipeline import ComputePipeline
+from ..gpu.vk import vk
+from ..morph.gpu_data import DELTA_FORMATS, build_chunked_batch
+from ..morph.state import SceneMorphPose
+
+if TYPE_CHECKING:
+    from .morph_pass import PrimitiveInstance
+
+PUSH = np.dtype([("first_chunk", "<u4")])
+OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment, so ranges can be bound
+UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
+FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
+MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
+SHADERS = {"full": ("morph.comp", 8), "compact": ("morph_compact.comp", 9)}   # SPIR-V, bindings
+
+
+def _align(n: int, a: int = OUTPUT_ALIGNMENT) -> int:
+    return (n + a - 1) // a * a
+
+
+class _Dispatch:
+    """Push constants for a chunk range, split at MAX_GROUPS workgroups per vkCmdDispatch."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, first_chunk: int, chunk_count: int):
+        self.pieces = []
+        for c in range(first_chunk, first_chunk + chunk_count, MAX_GROUPS):
+            push = np.array([c], PUSH)
+            self.pieces.append((push, M.cffi_pointer(push), min(MAX_GROUPS, first_chunk + chunk_count - c)))
+
+
+class _Slot:
+    """Kernel-side bookkeeping of one primitive in the batch."""
+
+    __slots__ = ("weight_offset", "target_count", "dispatch")
+
+    def __init__(self, weight_offset: int, target_count: int, first_chunk: int, chunk_count: int):
+        self.weight_offset, self.target_count = weight_offset, target_count
+        self.dispatch = _Dispatch(first_chunk, chunk_count)
+
+
+class MorphBatch:
+    """The chunked morph data of all morphing primitives behind one descriptor set; the output vertex data of
+    each primitive at its own aligned offset of one STORAGE | VERTEX buffer (it starts as the full vertices)."""
+
+    def __init__(self, ctx: Context, instances: Sequence[PrimitiveInstance], pose: SceneMorphPose,
+                 delta_format: str = "full"):
+        if delta_format not in DELTA_FORMATS:
+            raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
+        self.ctx, self.pose, self.delta_format = ctx, pose, delta_format
+        self.instances = list(instances)
+        self.pipeline: ComputePipeline | None = None
+        self._owned: list[M.Buffer] = []
+        self._slots: list[_Slot] = []
+        self.gpu_bytes: dict[str, int] = {}
+        self.total_vertices = self.total_deltas = 0
+        try:
+            self._build()
+        except BaseException:
+            self.destroy()
+            raise
+
+    def _own(self, buf: M.Buffer) -> M.Buffer:
+        self._owned.append(buf)
+        return buf
+
+    def _build(self) -> None:
+        ctx = self.ctx
+        prims, weight_offsets, out_vec4, gather = [], [], [], []
+        out_bytes = slot = 0
+        for inst in self.instances:
+            prim = inst.prim
+            if attribute_offsets_words(prim.vertices.dtype)["tangent"] != 6 or prim.vertices.dtype.itemsize % 16:
+                raise UsageError("vertex layout must start with position, normal, tangent, texcoord and be a "
+                                 "multiple of 16 bytes")
+            prims.append(prim)
+            weight_offsets.append(slot)
+            out_vec4.append(out_bytes // 16)
+            inst.vertex_offset = out_bytes
+            node_slice = self.pose.slice_of(inst.node)
+            gather.append(node_slice.start + np.arange(inst.target_count))
+            slot += inst.target_count
+            out_bytes = _align(out_bytes + prim.vertices.nbytes)
+        data = build_chunked_batch(prims, weight_offsets, out_vec4, self.pose.weight_range, self.delta_format,
+                                   slot_count=slot)
+        for inst, s in zip(self.instances, data.slots):
+            inst.delta_count, inst.conservative_bounds = s.delta_count, s.conservative_bounds
+            self._slots.append(_Slot(s.weight_offset, inst.target_count, s.first_chunk, s.chunk_count))
+        self.total_vertices = sum(p.vertex_count for p in prims)
+        self.total_deltas = data.delta_count
+        self._gather = np.concatenate(gather).astype(np.int64)
+        self.gpu_weights = np.zeros(slot, np.float32)
+        staging = np.zeros(out_bytes, np.uint8)
+        for inst in self.instances:
+            raw = inst.prim.vertices.view(np.uint8)
+            staging[inst.vertex_offset:inst.vertex_offset + raw.nbytes] = raw
+        named = [("chunks", data.chunks), ("table", data.table), ("masks", data.masks), ("weights", None),
+                 ("deltas", data.delta_a), ("deltas_tz", data.delta_b), ("base", data.base), ("output", staging)]
+        if self.delta_format == "compact":
+            named.append(("scales", data.scales))
+        buffers = []
+        for name, arr in named:
+            if name == "weights":
+                buf = M.device_buffer(ctx, None, M.STORAGE, size=4 * max(1, slot), name="morph weights")
+            elif name == "output":
+                buf = M.device_buffer(ctx, arr, M.STORAGE | M.VERTEX, name="morph output vertices")
+            else:
+                buf = M.device_buffer(ctx, arr, M.STORAGE, name=f"morph {name}")
+            buffers.append(self._own(buf))
+            self.gpu_bytes[name] = buf.size
+        self.weights, self.output = buffers[3], buffers[7]
+        for inst in self.instances:
+            inst.vertex_buffer = self.output
+        shader, n_bindings = SHADERS[self.delta_format]
+        self.pipeline = ComputePipeline(ctx, shader, n_bindings, PUSH.itemsize, max_sets=1)
+        self.descriptor_set = self.pipeline.make_set(buffers)
+        self._all = _Slot(0, slot, 0, len(data.chunks))
+
+    # ------------------------------------------------------------------ per frame
+    def record_uploads(self, cb, dirty: Sequence[int]) -> int:
+        """Gather the pose's weights and record their upload for the ``dirty`` primitives; returns bytes."""
+        np.take(self.pose.flat, self._gather, out=self.gpu_weights)
+        if len(dirty) <= FEW_DIRTY:
+            return sum(self._upload(cb, self._slots[i].weight_offset, self._slots[i].target_count) for i in dirty)
+        return self._upload(cb, 0, len(self.gpu_weights))
+
+    def record_dispatches(self, cb, dirty: Sequence[int]) -> int:
+        """Record the morph of the ``dirty`` primitives (their chunks when few, else every chunk)."""
+        self.pipeline.bind(cb, self.descriptor_set)
+        slots = [self._slots[i] for i in dirty] if len(dirty) <= FEW_DIRTY else [self._all]
+        calls = 0
+        for s in slots:
+            for _push, ptr, groups in s.dispatch.pieces:
+                self.pipeline.push(cb, ptr, PUSH.itemsize)
+                vk.vkCmdDispatch(cb, groups, 1, 1)
+                calls += 1
+        return calls
+
+    def _upload(self, cb, first: int, count: int) -> int:
+        """vkCmdUpdateBuffer of gpu_weights[first:first+count] (chunked at 64 KiB); returns bytes."""
+        raw = self.gpu_weights[first:first + count].view(np.uint8)
+        for start in range(0, raw.nbytes, UPDATE_CHUNK):
+            chunk = raw[start:start + UPDATE_CHUNK]
+            vk.vkCmdUpdateBuffer(cb, self.weights.handle, 4 * first + start, chunk.nbytes, M.cffi_pointer(chunk))
+        return raw.nbytes
+
+    def destroy(self) -> None:
+        for b in self._owned:
+            b.destroy()
+        self._owned.clear()
+        if self.pipeline is not None:
+            self.pipeline.destroy()
+            self.pipeline = None
