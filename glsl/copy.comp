@@ -1,6 +1,7 @@
 #version 450
-// Coalesced copy, one uvec4 per invocation: the round-trip test kernel and the bandwidth ceiling the
-// benchmark compares the morph pass against. out = in * scale (scale = 1 for a pure copy is exact).
+// Grid-stride coalesced copy, one uvec4 per invocation per step: the bandwidth ceiling the benchmark compares
+// the morph pass against (dispatch any number of workgroups; each invocation strides by the grid size), and
+// the round-trip test kernel: out = in ^ xorMask (0 for a pure copy).
 layout(local_size_x = 256) in;
 
 layout(std430, binding = 0) readonly buffer Src { uvec4 src[]; };
@@ -12,7 +13,6 @@ layout(push_constant) uniform Push {
 } pc;
 
 void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= pc.count) return;
-    dst[i] = src[i] ^ uvec4(pc.xorMask);
+    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += stride) dst[i] = src[i] ^ uvec4(pc.xorMask);
 }

@@ -14,7 +14,6 @@
 // tangent against it (Gram-Schmidt), and writes the vertex's first 48 bytes as three whole vec4 stores.
 // No atomics: the summation order is fixed, so results are deterministic.
 
-layout(local_size_x = 256) in;
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_ballot : require
 #endif
@@ -39,6 +38,71 @@ vec3 normalizeOr(vec3 v, vec3 fallback) {
     return len2 > NORMALIZE_EPSILON ? v * inversesqrt(len2) : fallback;
 }
 
+// base + sums; normal renormalized; tangent re-orthogonalized against it (Gram-Schmidt, base tangent when
+// degenerate, w kept); the vertex's first 48 bytes written as three whole vec4 stores (texcoord rewritten as is).
+void writeVertex(uint o, vec4 b0, vec4 b1, vec4 b2, vec3 p, vec3 n, vec3 t) {
+    vec3 bn = vec3(b0.w, b1.xy), bt = vec3(b1.zw, b2.x);
+    vec3 nn = normalizeOr(bn + n, bn);
+    vec3 tt = bt + t;
+    tt -= nn * dot(nn, tt);
+    tt = normalizeOr(tt, bt);
+    outVec4[o] = vec4(b0.xyz + p, nn.x);
+    outVec4[o + 1u] = vec4(nn.yz, tt.xy);
+    outVec4[o + 2u] = vec4(tt.z, b2.yzw);
+}
+
+#ifdef WALK
+// CPU devices (lavapipe runs a workgroup as SIMD batches of invocations and loads per lane; barriers, shared
+// memory and per-lane loads are what cost there): 32 invocations per chunk, invocation i owns vertices i, i + 32,
+// ..., i + 224, i.e. bit i of each of the 8 mask words. Every invocation walks the chunk's table in the same
+// order (uniform loop, weight test and mask words), so per active block it loads the 8 mask words once for its
+// 8 vertices; only the delta loads depend on the bit.
+layout(local_size_x = 32) in;
+void main() {
+    uint lane = gl_LocalInvocationID.x;
+    uint c = pc.firstChunk + gl_WorkGroupID.x;
+    uvec4 head = chunks[2u * c];
+    uvec2 dst = chunks[2u * c + 1u].xy;
+    uint bit = 1u << lane;
+    uint below = bit - 1u;
+    vec3 p[WORDS], n[WORDS], t[WORDS];
+    for (uint j = 0u; j < WORDS; ++j) {
+        p[j] = vec3(0.0);
+        n[j] = vec3(0.0);
+        t[j] = vec3(0.0);
+    }
+    for (uint e = head.z; e < head.w; ++e) {
+        uvec2 entry = table[e];
+        float wt = weights[entry.x];
+#ifdef IO_ONLY
+        wt = 0.0;
+#endif
+        if (wt != 0.0) {
+            WEIGHT w = activeWeight(entry.x, wt);
+            uvec4 m0 = masks[2u * e], m1 = masks[2u * e + 1u];
+            uint m[WORDS] = uint[WORDS](m0.x, m0.y, m0.z, m0.w, m1.x, m1.y, m1.z, m1.w);
+            uint first = entry.y;
+            for (uint j = 0u; j < WORDS; ++j) {
+#ifdef BRANCHY
+                if ((m[j] & bit) != 0u) accumulate1(first + bitCount(m[j] & below), w, p[j], n[j], t[j]);
+#else
+                bool hit = (m[j] & bit) != 0u;    // no divergent branch: a miss adds the zero delta 0
+                accumulate1(hit ? first + bitCount(m[j] & below) : 0u, hit ? w : WEIGHT(0.0), p[j], n[j], t[j]);
+#endif
+                first += bitCount(m[j]);
+            }
+        }
+    }
+    for (uint j = 0u; j < WORDS; ++j) {
+        uint local = 32u * j + lane;
+        if (local < head.y) {
+            uint v = head.x + local;
+            writeVertex(dst.x + local * dst.y, base[3u * v], base[3u * v + 1u], base[3u * v + 2u], p[j], n[j], t[j]);
+        }
+    }
+}
+#else
+layout(local_size_x = 256) in;
 shared uint sMask[CHUNK * WORDS];    // compacted active blocks: mask words
 shared uint sFirst[CHUNK * WORDS];   // index of the first delta of each mask word
 shared WEIGHT sWeight[CHUNK];        // weight (full) or weight * per-target scales (compact)
@@ -116,6 +180,9 @@ void main() {
             wt = weights[entry.x];
             act = wt != 0.0;
         }
+#ifdef IO_ONLY
+        act = false;                        // experiment: table walk and vertex I/O only
+#endif
         uint total;
         uint k = compactRank(lane, act, count, total);
         if (act) {
@@ -137,6 +204,14 @@ void main() {
             uint kn = min(32u, total - k0);
             uint hits = 0u;
             for (uint j = 0u; j < kn; ++j) hits |= ((sMask[(k0 + j) * WORDS + word] >> bit) & 1u) << j;
+#ifdef UNROLL1
+            while (hits != 0u) {                // experiment: one (dependent) delta load per trip
+                uint d0;
+                WEIGHT w0;
+                nextHit(hits, k0, word, below, d0, w0);
+                accumulate4(d0, 0u, 0u, 0u, w0, WEIGHT(0.0), WEIGHT(0.0), WEIGHT(0.0), p, n, t);
+            }
+#else
             while (hits != 0u) {
                 uint d0, d1, d2, d3;
                 WEIGHT w0, w1, w2, w3;
@@ -146,17 +221,10 @@ void main() {
                 nextHit(hits, k0, word, below, d3, w3);
                 accumulate4(d0, d1, d2, d3, w0, w1, w2, w3, p, n, t);
             }
+#endif
         }
         barrier();
     }
-    if (!live) return;
-    vec3 bn = vec3(b0.w, b1.xy), bt = vec3(b1.zw, b2.x);
-    vec3 nn = normalizeOr(bn + n, bn);
-    vec3 tt = bt + t;
-    tt -= nn * dot(nn, tt);                 // Gram-Schmidt against the morphed normal; handedness (w) kept
-    tt = normalizeOr(tt, bt);
-    uint o = dst.x + lane * dst.y;
-    outVec4[o] = vec4(b0.xyz + p, nn.x);
-    outVec4[o + 1u] = vec4(nn.yz, tt.xy);
-    outVec4[o + 2u] = vec4(tt.z, b2.yzw);
+    if (live) writeVertex(dst.x + lane * dst.y, b0, b1, b2, p, n, t);
 }
+#endif

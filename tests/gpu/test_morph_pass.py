@@ -69,8 +69,21 @@ def check(rt, inst, weights):
     assert out["tangent"][:, 3].tobytes() == inst.prim.vertices["tangent"][:, 3].tobytes()
 
 
+@pytest.fixture(params=["device", "workgroup", "walk"])
+def kernel(request, monkeypatch):
+    """Both morph kernels on whatever device runs the tests: the one chosen for the device, the workgroup
+    (shared-memory compaction) kernel GPUs use, and the table-walk kernel CPU devices use."""
+    from vkmorph.render import morph_batch
+
+    if request.param == "workgroup":
+        monkeypatch.setattr(morph_batch, "CPU_SHADERS", morph_batch.SHADERS)
+    elif request.param == "walk":
+        monkeypatch.setattr(morph_batch, "SHADERS", morph_batch.CPU_SHADERS)
+    return request.param
+
+
 @pytest.mark.parametrize("skinned", [False, True], ids=["static", "skinned"])
-def test_random_sparse_meshes_match_reference(ctx, skinned):
+def test_random_sparse_meshes_match_reference(ctx, skinned, kernel):
     from vkmorph.render.morph_pass import MorphRuntime
 
     rng = np.random.default_rng(7)
@@ -236,7 +249,7 @@ def test_many_changed_primitives_use_one_dispatch(ctx):
         check(rt, rt.morphing[2], np.zeros(rt.morphing[2].target_count))
 
 
-def test_compact_deltas_within_stated_bound(ctx):
+def test_compact_deltas_within_stated_bound(ctx, kernel):
     """18-byte snorm16 deltas: |error| per position component <= sum(w_t * scale_t) / 65534 (+ float rounding)."""
     from vkmorph.morph.gpu_data import build_gpu_morph_data, target_scales
     from vkmorph.render.morph_pass import MorphRuntime

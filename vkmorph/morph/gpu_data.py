@@ -195,37 +195,109 @@ DELTA_A_WORDS = {"full": 8, "compact": 4}   # per delta, stream A (vec4-aligned)
 
 
 @dataclass
-class _Plan:
-    prim: MeshPrimitiveAsset
-    nz: list                  # per target: sorted vertex indices with a non-zero delta
-    counts: np.ndarray        # (chunks, T) deltas per block
+class ChunkedPrimitive:
+    """One primitive laid out for the chunked kernel with local indices (vertex 0, target 0, delta 1: row 0 of
+    the delta streams is the zero delta that misses read). Instances of one primitive share it."""
+
+    vertex_count: int
+    target_count: int
+    vertex_stride_vec4: int
+    chunks: np.ndarray        # (C, 4) int64: first vertex, vertex count, first table entry, end table entry
+    table: np.ndarray         # (B, 2) uint32: target, first delta
+    masks: np.ndarray         # (B, 8) uint32
+    delta_a: np.ndarray       # (D + 1, 8) float32 | (D + 1, 4) uint32
+    delta_b: np.ndarray       # (D + 1,) float32 | uint16
+    base: np.ndarray          # (V, 12) float32
+    scales: np.ndarray        # (T, 3) float32 (compact) / ones
+    conservative_bounds: np.ndarray
+    maximum_position_delta: float
 
     @property
-    def chunks(self) -> int:
-        return self.counts.shape[0]
-
-    @property
-    def blocks(self) -> int:
-        return int(np.count_nonzero(self.counts))
-
-    @property
-    def deltas(self) -> int:
-        return int(self.counts.sum())
+    def delta_count(self) -> int:
+        return len(self.delta_a) - 1
 
 
-def _plan(prim: MeshPrimitiveAsset) -> _Plan:
+def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
+                     weight_range: tuple[float, float] = (0.0, 1.0)) -> ChunkedPrimitive:
+    """Chunked target-major layout of one primitive, vectorized per target (no loop over vertices)."""
+    if delta_format not in DELTA_FORMATS:
+        raise ValueError(f"delta_format must be one of {DELTA_FORMATS}")
+    compact = delta_format == "compact"
     V, T = prim.vertex_count, len(prim.morph_targets)
     C = (V + CHUNK - 1) // CHUNK
     nz = [nonzero_vertices(prim, t) for t in range(T)]
     counts = np.zeros((C, T), np.int64)
     for t, v in enumerate(nz):
         counts[:, t] = np.bincount(v // CHUNK, minlength=C)
-    return _Plan(prim, nz, counts)
+    flat = counts.ravel()                      # blocks in chunk-major, then target order
+    exists = flat > 0
+    starts = np.ones(len(flat), np.int64)      # first delta of each (chunk, target); 0 is the zero delta
+    np.cumsum(flat[:-1], out=starts[1:])
+    starts[1:] += 1
+    blk = np.cumsum(exists) - 1
+    ex = np.flatnonzero(exists)
+    B, D = len(ex), int(flat.sum())
+    table = np.zeros((B, 2), np.uint32)
+    table[:, 0] = ex % max(T, 1)
+    table[:, 1] = starts[ex]
+    entries = np.zeros(C + 1, np.int64)
+    np.cumsum(exists.reshape(C, T).sum(axis=1), out=entries[1:])
+    chunks = np.zeros((C, 4), np.int64)
+    chunks[:, 0] = np.arange(C) * CHUNK
+    chunks[:, 1] = np.minimum(CHUNK, V - chunks[:, 0])
+    chunks[:, 2], chunks[:, 3] = entries[:-1], entries[1:]
+    masks = np.zeros((B, MASK_WORDS), np.uint32)
+    m_flat = masks.reshape(-1)
+    delta_a = np.zeros((D + 1, DELTA_A_WORDS[delta_format]), np.uint32 if compact else np.float32)
+    delta_b = np.zeros(D + 1, np.uint16 if compact else np.float32)
+    scales = np.ones((T, 3), np.float32)
+    base = np.zeros((V, 12), np.float32)
+    base.view(np.uint8)[:] = prim.vertices.view(np.uint8).reshape(V, -1)[:, :48]
+    lo_w, hi_w = weight_range
+    neg = np.zeros((V, 3))
+    pos = np.zeros((V, 3))
+    zeros = np.zeros((0, 3), np.float32)
+    for t, v in enumerate(nz):
+        if not len(v):
+            continue
+        c = v // CHUNK
+        first_in_chunk = np.zeros(C, np.int64)
+        np.cumsum(counts[:-1, t], out=first_in_chunk[1:])
+        dest = starts[c * T + t] + (np.arange(len(v)) - first_in_chunk[c])
+        tgt = prim.morph_targets[t]
+        dp = tgt.position_deltas[v]
+        dn = tgt.normal_deltas[v] if tgt.normal_deltas is not None else np.resize(zeros, (len(v), 3))
+        dt = tgt.tangent_deltas[v] if tgt.tangent_deltas is not None else np.resize(zeros, (len(v), 3))
+        if compact:
+            s = [float(np.abs(x).max()) or 1.0 for x in (dp, dn, dt)]
+            scales[t] = s
+            qp, qn, qt = (x / sx for x, sx in zip((dp, dn, dt), s))
+            delta_a[dest] = np.stack([_pack2(qp[:, 0], qp[:, 1]), _pack2(qp[:, 2], qn[:, 0]),
+                                      _pack2(qn[:, 1], qn[:, 2]), _pack2(qt[:, 0], qt[:, 1])], axis=1)
+            delta_b[dest] = _snorm16(qt[:, 2])
+        else:
+            delta_a[dest] = np.concatenate([dp, dn, dt[:, :2]], axis=1)
+            delta_b[dest] = dt[:, 2]
+        local = v % CHUNK
+        key = c * MASK_WORDS + local // 32
+        bits = np.left_shift(np.uint32(1), (local % 32).astype(np.uint32))
+        run = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        kc = key[run]
+        m_flat[blk[(kc // MASK_WORDS) * T + t] * MASK_WORDS + kc % MASK_WORDS] = np.bitwise_or.reduceat(bits, run)
+        d64 = dp.astype(np.float64)
+        neg[v] += np.minimum(d64 * lo_w, d64 * hi_w)
+        pos[v] += np.maximum(d64 * lo_w, d64 * hi_w)
+    p = prim.vertices["position"].astype(np.float64)
+    bounds = np.stack([(p + neg).min(axis=0), (p + pos).max(axis=0)]) if V else np.zeros((2, 3))
+    reach = np.maximum(np.abs(neg), np.abs(pos))
+    max_delta = float(np.sqrt((reach ** 2).sum(axis=1)).max()) if V else 0.0
+    return ChunkedPrimitive(V, T, prim.vertices.dtype.itemsize // 16, chunks, table, masks, delta_a, delta_b,
+                            base, scales, bounds, max_delta)
 
 
 @dataclass
 class PrimitiveSlot:
-    """Where one primitive lives in a :class:`ChunkedBatch`."""
+    """Where one primitive instance lives in a :class:`ChunkedBatch`."""
 
     first_vertex: int
     first_chunk: int
@@ -242,7 +314,7 @@ class ChunkedBatch:
     """All morphing primitives of a runtime in the chunked target-major layout (arrays ready to upload)."""
 
     delta_format: str
-    chunks: np.ndarray        # (C, 8) uint32
+    chunks: np.ndarray        # (C, 8) uint32: first vertex, count, first entry, end entry | out vec4, stride
     table: np.ndarray         # (B, 2) uint32: weight slot, global index of the block's first delta
     masks: np.ndarray         # (B, 8) uint32: bit i = chunk vertex i has a delta in this block
     delta_a: np.ndarray       # full (D + 1, 8) float32 / compact (D + 1, 4) uint32; row 0 = the zero delta
@@ -256,105 +328,54 @@ class ChunkedBatch:
         return len(self.delta_a) - 1
 
 
-
-
-
 def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0), delta_format="full",
                         slot_count: int | None = None) -> ChunkedBatch:
-    """Lay out ``prims`` (validated primitives with targets) for the chunked kernel.
-
-    ``weight_offsets[i]``: weight slot of target 0 of prim i; ``out_vec4[i]``: vec4 index of prim i's vertex 0 in
-    the output buffer (its stride is the vertex size / 16). Vectorized per target; no loop over vertices.
-    """
-    if delta_format not in DELTA_FORMATS:
-        raise ValueError(f"delta_format must be one of {DELTA_FORMATS}")
-    plans = [_plan(p) for p in prims]
-    Ctot = sum(p.chunks for p in plans)
-    Btot = sum(p.blocks for p in plans)
-    Dtot = sum(p.deltas for p in plans)
-    Vtot = sum(p.prim.vertex_count for p in plans)
-    compact = delta_format == "compact"
+    """Lay out ``prims`` (validated primitives with targets; the same object may repeat: instances share one
+    layout) for the chunked kernel. ``weight_offsets[i]``: weight slot of target 0 of prims[i];
+    ``out_vec4[i]``: vec4 index of its vertex 0 in the output buffer (stride = vertex size / 16)."""
+    cache: dict[int, ChunkedPrimitive] = {}
+    locs = []
+    for p in prims:
+        if id(p) not in cache:
+            cache[id(p)] = layout_primitive(p, delta_format, weight_range)
+        locs.append(cache[id(p)])
+    S = slot_count if slot_count is not None else max([w + lp.target_count for w, lp in zip(weight_offsets, locs)]
+                                                      + [1])
+    Ctot = sum(len(lp.chunks) for lp in locs)
+    Btot = sum(len(lp.table) for lp in locs)
+    Vtot = sum(lp.vertex_count for lp in locs)
     chunks = np.zeros((max(1, Ctot), CHUNK_RECORD), np.uint32)
     table = np.zeros((max(1, Btot), 2), np.uint32)
     masks = np.zeros((max(1, Btot), MASK_WORDS), np.uint32)
-    delta_a = np.zeros((Dtot + 1, DELTA_A_WORDS[delta_format]), np.uint32 if compact else np.float32)
-    delta_b = np.zeros((Dtot + 2) // 2 if compact else Dtot + 1, np.uint32 if compact else np.float32)
-    tz16 = delta_b.view(np.uint16) if compact else None
-    base = np.zeros((max(1, Vtot), 12), np.float32)
-    S = slot_count if slot_count is not None else max(
-        [w + len(p.morph_targets) for w, p in zip(weight_offsets, prims)] + [1])
     scales = np.ones((max(1, S), 4), np.float32)
-    lo_w, hi_w = weight_range
+    if len(locs) == 1:                         # one big primitive: no copy of its deltas
+        delta_a, delta_b = locs[0].delta_a, locs[0].delta_b
+        base = locs[0].base if Vtot else np.zeros((1, 12), np.float32)
+    else:
+        delta_a = np.concatenate([locs[0].delta_a[:1]] + [lp.delta_a[1:] for lp in locs]) if locs else \
+            np.zeros((1, DELTA_A_WORDS[delta_format]), np.float32)
+        delta_b = np.concatenate([locs[0].delta_b[:1]] + [lp.delta_b[1:] for lp in locs]) if locs else \
+            np.zeros(1, np.float32)
+        base = np.concatenate([lp.base for lp in locs]) if Vtot else np.zeros((1, 12), np.float32)
+    if delta_format == "compact":
+        delta_b = np.concatenate([delta_b, np.zeros(len(delta_b) % 2, np.uint16)]).view(np.uint32)
     slots = []
     c0 = b0 = v0 = 0
-    d0 = 1                                          # delta 0 is the zero delta that misses read
-    for plan, w_off, o_vec4 in zip(plans, weight_offsets, out_vec4):
-        prim = plan.prim
-        V, T, C = prim.vertex_count, len(prim.morph_targets), plan.chunks
-        raw = prim.vertices.view(np.uint8).reshape(V, prim.vertices.dtype.itemsize)
-        base[v0:v0 + V].view(np.uint8)[:] = raw[:, :48]
-        flat = plan.counts.ravel()                  # chunk-major, then target
-        exists = flat > 0
-        starts = np.zeros(len(flat), np.int64)
-        np.cumsum(flat[:-1], out=starts[1:])
-        blk = np.cumsum(exists) - 1
-        ex = np.flatnonzero(exists)
-        nb = len(ex)
-        table[b0:b0 + nb, 0] = ex % max(T, 1) + w_off
-        table[b0:b0 + nb, 1] = starts[ex] + d0
-        entries = np.zeros(C + 1, np.int64)
-        np.cumsum(exists.reshape(C, T).sum(axis=1) if T else np.zeros(C, np.int64), out=entries[1:])
+    d0 = 0
+    for lp, w_off, o_vec4 in zip(locs, weight_offsets, out_vec4):
+        C, B = len(lp.chunks), len(lp.table)
         ch = chunks[c0:c0 + C]
-        ch[:, 0] = v0 + np.arange(C) * CHUNK
-        ch[:, 1] = np.minimum(CHUNK, V - np.arange(C) * CHUNK)
-        ch[:, 2] = b0 + entries[:-1]
-        ch[:, 3] = b0 + entries[1:]
-        ch[:, 4] = o_vec4 + np.arange(C) * CHUNK * (prim.vertices.dtype.itemsize // 16)
-        ch[:, 5] = prim.vertices.dtype.itemsize // 16
-        neg = np.zeros((V, 3))
-        pos = np.zeros((V, 3))
-        m_flat = masks[b0:b0 + nb].reshape(-1)
-        for t, v in enumerate(plan.nz):
-            if not len(v):
-                continue
-            c = v // CHUNK
-            first_in_chunk = np.zeros(C, np.int64)
-            np.cumsum(plan.counts[:-1, t], out=first_in_chunk[1:])
-            dest = d0 + starts[c * T + t] + (np.arange(len(v)) - first_in_chunk[c])
-            tgt = prim.morph_targets[t]
-            dp = tgt.position_deltas[v]
-            dn = tgt.normal_deltas[v] if tgt.normal_deltas is not None else np.zeros((len(v), 3), np.float32)
-            dt = tgt.tangent_deltas[v] if tgt.tangent_deltas is not None else np.zeros((len(v), 3), np.float32)
-            if compact:
-                s = [float(np.abs(x).max()) or 1.0 for x in (dp, dn, dt)]
-                scales[w_off + t, :3] = s
-                q = [x / sx for x, sx in zip((dp, dn, dt), s)]
-                delta_a[dest, 0] = _pack2(q[0][:, 0], q[0][:, 1])
-                delta_a[dest, 1] = _pack2(q[0][:, 2], q[1][:, 0])
-                delta_a[dest, 2] = _pack2(q[1][:, 1], q[1][:, 2])
-                delta_a[dest, 3] = _pack2(q[2][:, 0], q[2][:, 1])
-                tz16[dest] = _snorm16(q[2][:, 2])
-            else:
-                a = delta_a[dest]
-                a[:, 0:3] = dp
-                a[:, 3:6] = dn
-                a[:, 6:8] = dt[:, :2]
-                delta_a[dest] = a
-                delta_b[dest] = dt[:, 2]
-            local = v % CHUNK
-            key = c * MASK_WORDS + local // 32
-            bits = np.left_shift(np.uint32(1), (local % 32).astype(np.uint32))
-            run = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            words = np.bitwise_or.reduceat(bits, run)
-            kc = key[run]
-            m_flat[blk[(kc // MASK_WORDS) * T + t] * MASK_WORDS + kc % MASK_WORDS] = words
-            d64 = dp.astype(np.float64)
-            neg[v] += np.minimum(d64 * lo_w, d64 * hi_w)
-            pos[v] += np.maximum(d64 * lo_w, d64 * hi_w)
-        p = prim.vertices["position"].astype(np.float64)
-        bounds = np.stack([(p + neg).min(axis=0), (p + pos).max(axis=0)]) if V else np.zeros((2, 3))
-        reach = np.maximum(np.abs(neg), np.abs(pos))
-        max_delta = float(np.sqrt((reach ** 2).sum(axis=1)).max()) if V else 0.0
-        slots.append(PrimitiveSlot(v0, c0, C, w_off, plan.deltas, nb, bounds, max_delta))
-        c0, b0, v0, d0 = c0 + C, b0 + nb, v0 + V, d0 + plan.deltas
+        ch[:, 0] = v0 + lp.chunks[:, 0]
+        ch[:, 1] = lp.chunks[:, 1]
+        ch[:, 2] = b0 + lp.chunks[:, 2]
+        ch[:, 3] = b0 + lp.chunks[:, 3]
+        ch[:, 4] = o_vec4 + lp.chunks[:, 0] * lp.vertex_stride_vec4
+        ch[:, 5] = lp.vertex_stride_vec4
+        table[b0:b0 + B, 0] = lp.table[:, 0] + w_off
+        table[b0:b0 + B, 1] = lp.table[:, 1] + d0
+        masks[b0:b0 + B] = lp.masks
+        scales[w_off:w_off + lp.target_count, :3] = lp.scales
+        slots.append(PrimitiveSlot(v0, c0, C, w_off, lp.delta_count, B, lp.conservative_bounds,
+                                   lp.maximum_position_delta))
+        c0, b0, v0, d0 = c0 + C, b0 + B, v0 + lp.vertex_count, d0 + lp.delta_count
     return ChunkedBatch(delta_format, chunks, table, masks, delta_a, delta_b, base, scales, slots)

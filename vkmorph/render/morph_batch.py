@@ -41,7 +41,10 @@ OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment
 UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
 MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
-SHADERS = {"full": ("morph.comp", 8), "compact": ("morph_compact.comp", 9)}   # SPIR-V, bindings
+# SPIR-V and binding count per delta format. GPUs: active blocks compacted per workgroup in shared memory;
+# CPU devices (lavapipe): a uniform table walk without barriers (both measured; see glsl/morph_common.glsl).
+SHADERS = {"full": ("morph.comp", 8), "compact": ("morph_compact.comp", 9)}
+CPU_SHADERS = {"full": ("morph_walk.comp", 8), "compact": ("morph_compact_walk.comp", 9)}
 
 
 def _align(n: int, a: int = OUTPUT_ALIGNMENT) -> int:
@@ -142,7 +145,7 @@ class MorphBatch:
         self.weights, self.output = buffers[3], buffers[7]
         for inst in self.instances:
             inst.vertex_buffer = self.output
-        shader, n_bindings = SHADERS[self.delta_format]
+        shader, n_bindings = (CPU_SHADERS if ctx.info.device_type == "cpu" else SHADERS)[self.delta_format]
         self.pipeline = ComputePipeline(ctx, shader, n_bindings, PUSH.itemsize, max_sets=1)
         self.descriptor_set = self.pipeline.make_set(buffers)
         self._all = _Slot(0, slot, 0, len(data.chunks))
