@@ -24,6 +24,7 @@ GPU = ("morph.comp", "morph_compact.comp")
 CPU = ("morph_walk.comp", "morph_compact_walk.comp")
 VARIANTS = {"base": (GPU, []), "sg": (GPU, ["-DSUBGROUP"]), "io": (GPU, ["-DIO_ONLY"]),
             "sg_u1": (GPU, ["-DSUBGROUP", "-DUNROLL1"]), "u1": (GPU, ["-DUNROLL1"]),
+            "empty": (GPU, ["-DEMPTY"]), "sg_pf": (GPU, ["-DSUBGROUP", "-DPREFETCH"]),
             "walk": (CPU, []), "walk_io": (CPU, ["-DIO_ONLY"]),
             "walk_br": (CPU, ["-DBRANCHY"]), "walk_nod": (CPU, ["-DNO_DELTA", "-DBRANCHY"])}
 
@@ -46,6 +47,7 @@ def main():
     ap.add_argument("--variants", default="base,sg,io")
     ap.add_argument("--formats", default="full,compact")
     ap.add_argument("--tries", type=int, default=3)
+    ap.add_argument("--cases", help="indices into the case list, e.g. 0,4")
     args = ap.parse_args()
     names = args.variants.split(",")
     tmp = Path(tempfile.mkdtemp())
@@ -71,6 +73,8 @@ def main():
                  B.Case(500_000, 52, 0.05, 52, "random"), B.Case(500_000, 52, 0.05, 52, "clustered"),
                  B.Case(2_000_000, 52, 0.25, 5, "random"), B.Case(2_000_000, 52, 0.05, 52, "clustered"),
                  B.Case(500_000, 200, 0.05, 1, "clustered"), B.Case(500_000, 8, 1.0, 8, "random")]
+    if args.cases:
+        cases = [cases[int(i)] for i in args.cases.split(",")]
     for case in cases:
         t0 = time.perf_counter()
         prim = B.synthetic_primitive(case.vertices, case.targets, case.coverage, case.pattern)

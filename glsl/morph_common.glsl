@@ -153,6 +153,9 @@ void nextHit(inout uint hits, uint k0, uint word, uint below, out uint d, out WE
 }
 
 void main() {
+#ifdef EMPTY
+    return;                             // experiment: the cost of a frame around the kernel
+#endif
     uint lane = gl_LocalInvocationID.x;
     uint c = pc.firstChunk + gl_WorkGroupID.x;
     uvec4 head = chunks[2u * c];        // first vertex, vertex count, first table entry, end table entry
@@ -175,8 +178,15 @@ void main() {
         bool act = false;
         uvec2 entry = uvec2(0u);
         float wt = 0.0;
+#ifdef PREFETCH
+        uvec4 m0 = uvec4(0u), m1 = uvec4(0u);
+#endif
         if (e < head.w) {
             entry = table[e];
+#ifdef PREFETCH
+            m0 = masks[2u * e];                 // experiment: masks loaded with the weight, active or not
+            m1 = masks[2u * e + 1u];
+#endif
             wt = weights[entry.x];
             act = wt != 0.0;
         }
@@ -187,7 +197,9 @@ void main() {
         uint k = compactRank(lane, act, count, total);
         if (act) {
             sWeight[k] = activeWeight(entry.x, wt);
+#ifndef PREFETCH
             uvec4 m0 = masks[2u * e], m1 = masks[2u * e + 1u];
+#endif
             uint f = entry.y;
             uint s = k * WORDS;
             sMask[s] = m0.x; sFirst[s] = f; f += bitCount(m0.x);
