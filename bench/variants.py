@@ -9,6 +9,7 @@ Variants are compiled here with glslangValidator -D<flags> into a temporary fold
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import subprocess
 import sys
 import tempfile
@@ -22,18 +23,18 @@ sys.path.insert(0, str(ROOT))
 
 GPU = ("morph.comp", "morph_compact.comp")
 CPU = ("morph_walk.comp", "morph_compact_walk.comp")
-VARIANTS = {"base": (GPU, []), "sg": (GPU, ["-DSUBGROUP"]), "io": (GPU, ["-DIO_ONLY"]),
-            "sg_u1": (GPU, ["-DSUBGROUP", "-DUNROLL1"]), "u1": (GPU, ["-DUNROLL1"]),
-            "empty": (GPU, ["-DEMPTY"]), "sg_pf": (GPU, ["-DSUBGROUP", "-DPREFETCH"]),
-            "walk": (CPU, []), "walk_io": (CPU, ["-DIO_ONLY"]),
-            "walk_br": (CPU, ["-DBRANCHY"]), "walk_nod": (CPU, ["-DNO_DELTA", "-DBRANCHY"])}
+X = "-DEXPERIMENT"
+VARIANTS = {"shipped": (GPU, []), "base": (GPU, [X]), "sg": (GPU, [X, "-DSUBGROUP"]),
+            "sg_pf": (GPU, [X, "-DSUBGROUP", "-DPREFETCH"]), "io": (GPU, ["-DIO_ONLY"]),
+            "u1": (GPU, [X, "-DSUBGROUP", "-DPREFETCH", "-DUNROLL1"]), "empty": (GPU, ["-DEMPTY"]),
+            "walk": (CPU, []), "walk_io": (CPU, ["-DIO_ONLY"]), "walk_br": (CPU, ["-DBRANCHY"])}
 
 
 def compile_variants(names, out: Path):
     for name in names:
         sources, flags = VARIANTS[name]
         for fmt, src in zip(("full", "compact"), sources):
-            dst = out / f"{name}_{fmt}.spv"
+            dst = out / f"{name}_{fmt}.spv"             # load_spirv(shader) reads <shader>.spv
             cmd = ["glslangValidator", "-V", "--target-env", "vulkan1.2", "-I" + str(ROOT / "glsl"),
                    *flags, "-o", str(dst), str(ROOT / "glsl" / src)]
             r = subprocess.run(cmd, capture_output=True, text=True)
@@ -85,7 +86,7 @@ def main():
             rt = MorphRuntime(ctx, B.synthetic_scene([prim]), delta_format=fmt)
             build = time.perf_counter() - t0
             batch = rt.batch
-            shipped = batch.pipeline, batch.descriptor_set
+            shipped = batch.pipeline, batch.descriptor_sets
             w = np.zeros(case.targets, np.float32)
             w[:case.active] = np.linspace(0.3, 0.9, case.active)
             act = sum(int(np.count_nonzero(np.any(prim.morph_targets[t].position_deltas != 0, axis=1)))
@@ -93,8 +94,8 @@ def main():
             floor = case.vertices * 84 + act * 40
             cp = B.CopyFrames(ctx, floor)
             for name in names:
-                pipe = ComputePipeline(ctx, f"{name}_{fmt}", len(batch._owned), 4, max_sets=1)
-                batch.pipeline, batch.descriptor_set = pipe, pipe.make_set(batch._owned)
+                pipe = ComputePipeline(ctx, dataclasses.replace(batch.kernel, shaders=(f"{name}_{fmt}",)), max_sets=1)
+                batch.pipeline, batch.descriptor_sets = pipe, [pipe.make_set(batch.buffers)]
                 frames, res = timer.same_window(B._changing_record(rt, w), cp.frame, args.tries,
                                                 0.3 if disc else 0.0, 4.0 if disc else 1.0)
                 fr = [c / m for m, c in res]
@@ -104,7 +105,7 @@ def main():
                 line.append(f"{name}: {np.median([m for m, _ in res]) * 1e3:8.1f} us f={np.median(fr):.2f} "
                             f"[{min(fr):.2f}-{max(fr):.2f}] err {err:.0e}")
                 pipe.destroy()
-            batch.pipeline, batch.descriptor_set = shipped
+            batch.pipeline, batch.descriptor_sets = shipped
             cp.destroy()
             rt.destroy()
             print(f"{case.vertices:>9,} x{case.targets:>3} {case.coverage:4.0%} {case.pattern:>9} act {case.active:>2} "

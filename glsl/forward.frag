@@ -5,8 +5,6 @@
 // sRGB attachment (the hardware encodes).
 #include "scene.glsl"
 
-layout(set = 0, binding = 0) uniform sampler2DShadow shadowMap;
-
 layout(location = 0) in vec3 inWorld;
 layout(location = 1) in vec3 inNormal;
 layout(location = 2) in vec2 inTexcoord;
@@ -19,7 +17,7 @@ float shadowFactor(vec3 world, float ndotl) {
     vec3 ndc = lp.xyz / lp.w;
     vec2 uv = ndc.xy * 0.5 + 0.5;
     if (any(lessThan(uv, vec2(0.0))) || any(greaterThan(uv, vec2(1.0))) || ndc.z > 1.0) return 1.0;
-    float bias = frame.ambient.a * (1.0 + 2.0 * (1.0 - ndotl));
+    float bias = SHADOW_BIAS * (1.0 + 2.0 * (1.0 - ndotl));
     vec2 texel = 1.0 / vec2(textureSize(shadowMap, 0));
     float lit = 0.0;
     for (int y = -1; y <= 1; ++y)

@@ -17,21 +17,10 @@
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_ballot : require
 #endif
-const uint CHUNK = 256u;
+
+// Declarations (bindings, the Chunk and Block structs, push constants, CHUNK, NORMALIZE_EPSILON, local size)
+// come from the generated header each kernel includes first (glsl/gen/<kernel>.glsl, vkmorph/gpu/interface.py).
 const uint WORDS = CHUNK / 32u;
-
-layout(std430, set = 0, binding = 0) readonly buffer Chunks { uvec4 chunks[]; };   // 2 per chunk, see below
-layout(std430, set = 0, binding = 1) readonly buffer Table { uvec2 table[]; };     // weight slot, first delta
-layout(std430, set = 0, binding = 2) readonly buffer Masks { uvec4 masks[]; };     // 2 per table entry
-layout(std430, set = 0, binding = 3) readonly buffer Weights { float weights[]; };
-layout(std430, set = 0, binding = 6) readonly buffer Base { vec4 base[]; };         // 3 per vertex
-layout(std430, set = 0, binding = 7) writeonly buffer Output { vec4 outVec4[]; };   // the vertex buffer
-
-layout(push_constant) uniform Push {
-    uint firstChunk;     // chunk of workgroup 0 of this dispatch
-} pc;
-
-const float NORMALIZE_EPSILON = 1e-12;  // squared length; same constant in vkmorph/morph/reference.py
 
 vec3 normalizeOr(vec3 v, vec3 fallback) {
     float len2 = dot(v, v);
@@ -57,12 +46,12 @@ void writeVertex(uint o, vec4 b0, vec4 b1, vec4 b2, vec3 p, vec3 n, vec3 t) {
 // ..., i + 224, i.e. bit i of each of the 8 mask words. Every invocation walks the chunk's table in the same
 // order (uniform loop, weight test and mask words), so per active block it loads the 8 mask words once for its
 // 8 vertices; only the delta loads depend on the bit.
-layout(local_size_x = 32) in;
 void main() {
     uint lane = gl_LocalInvocationID.x;
     uint c = pc.firstChunk + gl_WorkGroupID.x;
-    uvec4 head = chunks[2u * c];
-    uvec2 dst = chunks[2u * c + 1u].xy;
+    Chunk h = chunks[c];
+    uvec4 head = uvec4(h.firstVertex, h.vertexCount, h.firstEntry, h.endEntry);
+    uvec2 dst = uvec2(h.outVec4, h.strideVec4);
     uint bit = 1u << lane;
     uint below = bit - 1u;
     vec3 p[WORDS], n[WORDS], t[WORDS];
@@ -72,7 +61,8 @@ void main() {
         t[j] = vec3(0.0);
     }
     for (uint e = head.z; e < head.w; ++e) {
-        uvec2 entry = table[e];
+        Block b = table[e];
+        uvec2 entry = uvec2(b.slot, b.firstDelta);
         float wt = weights[entry.x];
 #ifdef IO_ONLY
         wt = 0.0;
@@ -102,7 +92,6 @@ void main() {
     }
 }
 #else
-layout(local_size_x = 256) in;
 shared uint sMask[CHUNK * WORDS];    // compacted active blocks: mask words
 shared uint sFirst[CHUNK * WORDS];   // index of the first delta of each mask word
 shared WEIGHT sWeight[CHUNK];        // weight (full) or weight * per-target scales (compact)
@@ -158,8 +147,9 @@ void main() {
 #endif
     uint lane = gl_LocalInvocationID.x;
     uint c = pc.firstChunk + gl_WorkGroupID.x;
-    uvec4 head = chunks[2u * c];        // first vertex, vertex count, first table entry, end table entry
-    uvec2 dst = chunks[2u * c + 1u].xy; // output vec4 of the chunk's first vertex, vertex stride in vec4s
+    Chunk h = chunks[c];
+    uvec4 head = uvec4(h.firstVertex, h.vertexCount, h.firstEntry, h.endEntry);
+    uvec2 dst = uvec2(h.outVec4, h.strideVec4);
     bool live = lane < head.y;
     uint v = head.x + lane;
     vec4 b0 = vec4(0.0), b1 = vec4(0.0), b2 = vec4(0.0);
@@ -182,7 +172,7 @@ void main() {
         uvec4 m0 = uvec4(0u), m1 = uvec4(0u);
 #endif
         if (e < head.w) {
-            entry = table[e];
+            entry = uvec2(table[e].slot, table[e].firstDelta);
 #ifdef PREFETCH
             m0 = masks[2u * e];                 // experiment: masks loaded with the weight, active or not
             m1 = masks[2u * e + 1u];

@@ -1,8 +1,6 @@
 // Full-precision delta streams (exact): included by morph.comp and morph_walk.comp.
 #define WEIGHT float
 
-layout(std430, set = 0, binding = 4) readonly buffer DeltaA { vec4 deltaA[]; };   // 2 per delta: p.xyz n.x | n.yz t.xy
-layout(std430, set = 0, binding = 5) readonly buffer DeltaB { float deltaB[]; };  // t.z
 
 float activeWeight(uint slot, float w) { return w; }
 

@@ -3,9 +3,6 @@
 // tangent scale). Error per component <= sum(w * scale) / 65534. See morph_common.glsl for the layout.
 #define WEIGHT vec4
 
-layout(std430, set = 0, binding = 4) readonly buffer DeltaA { uvec4 deltaA[]; };  // (p.xy)(p.z n.x)(n.yz)(t.xy)
-layout(std430, set = 0, binding = 5) readonly buffer DeltaB { uint deltaB[]; };   // two t.z per word
-layout(std430, set = 0, binding = 8) readonly buffer Scales { vec4 scales[]; };
 
 vec4 activeWeight(uint slot, float w) { return w * scales[slot]; }
 

@@ -2,22 +2,9 @@
 #extension GL_GOOGLE_include_directive : require
 // Skinning capture: the same skinning code as skin.vert, run over the morph output vertex buffer, writing
 // model-space position / normal / tangent so tests and `vkmorph morph --skinned` read what the GPU computes.
+// src.words: the vertex buffer as raw 32-bit words (joints are uint); dst.values: 3 vec4 per vertex.
+#include "gen/skin_capture.glsl"
 #include "skinning.glsl"
-layout(local_size_x = 64) in;
-
-layout(std430, set = 0, binding = 0) readonly buffer Vertices { uint words[]; } src;  // raw: joints are uint
-layout(std430, set = 0, binding = 1) readonly buffer Palette { mat4 joints[]; } palette;
-layout(std430, set = 0, binding = 2) writeonly buffer Out { vec4 values[]; } dst;  // 3 vec4 per vertex
-
-layout(push_constant) uniform Push {
-    uint vertexCount;
-    uint strideWords;
-    uint positionOffset;
-    uint normalOffset;
-    uint tangentOffset;
-    uint jointsOffset;
-    uint weightsOffset;
-} pc;
 
 float f(uint o) { return uintBitsToFloat(src.words[o]); }
 vec3 read3(uint o) { return vec3(f(o), f(o + 1), f(o + 2)); }

@@ -4,15 +4,7 @@
 // palette (skin matrices, one per joint) from a storage buffer.
 #include "scene.glsl"
 #include "skinning.glsl"
-
-layout(location = 0) in vec3 inPosition;
-layout(location = 1) in vec3 inNormal;
-layout(location = 2) in vec4 inTangent;
-layout(location = 3) in vec2 inTexcoord;
-layout(location = 4) in uvec4 inJoints;
-layout(location = 5) in vec4 inWeights;
-
-layout(std430, set = 1, binding = 0) readonly buffer Palette { mat4 joints[]; } palette;
+#include "gen/skinned_vertex.glsl"
 
 layout(location = 0) out vec3 outWorld;
 layout(location = 1) out vec3 outNormal;

@@ -2,11 +2,7 @@
 #extension GL_GOOGLE_include_directive : require
 // Unskinned items (morph-only meshes, the ground plane): same outputs as skin.vert.
 #include "scene.glsl"
-
-layout(location = 0) in vec3 inPosition;
-layout(location = 1) in vec3 inNormal;
-layout(location = 2) in vec4 inTangent;
-layout(location = 3) in vec2 inTexcoord;
+#include "gen/static_vertex.glsl"
 
 layout(location = 0) out vec3 outWorld;
 layout(location = 1) out vec3 outNormal;

@@ -4,7 +4,6 @@ queue submissions) and fail on any warning or error the messenger saw."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -15,46 +14,40 @@ os.environ.setdefault(
     "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT",
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-ASSETS = Path(os.environ.get("VKMORPH_ASSETS", ROOT.parent / "shared" / "assets"))
+from tests.helpers import vulkan_unavailable_reason
 
-_gpu_reason: list[str | None] = []
+GPU_FIXTURES = {"ctx", "user_device"}
 
 
-def vulkan_unavailable_reason() -> str | None:
-    """None when a Vulkan ICD exists; else why GPU tests are skipped (the only reason they may skip)."""
-    if not _gpu_reason:
-        reason = None
-        try:
-            from vkmorph.gpu.context import Context
+def pytest_collection_modifyitems(items):
+    """Tests using a GPU fixture are ``gpu`` tests without saying so; others mark themselves."""
+    for item in items:
+        if GPU_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.gpu)
 
-            Context.create(validation=False).destroy()
-        except Exception as exc:  # noqa: BLE001 - reported as the skip reason
-            msg = str(exc)
-            reason = msg if ("driver" in msg or "loader" in msg or "physical device" in msg) else None
-            if reason is None:
-                raise
-        _gpu_reason.append(reason)
-    return _gpu_reason[0]
+
+def pytest_runtest_setup(item):
+    """The one place GPU tests skip: no Vulkan ICD on this machine."""
+    if item.get_closest_marker("gpu") is not None:
+        reason = vulkan_unavailable_reason()
+        if reason:
+            pytest.skip(f"no Vulkan ICD: {reason}")
 
 
 @pytest.fixture
 def ctx():
-    """A fresh validated Context; the test fails if validation reported anything or a child was left alive."""
-    reason = vulkan_unavailable_reason()
-    if reason:
-        pytest.skip(f"no Vulkan ICD: {reason}")
+    """A fresh validated Context; the test fails if validation reported anything or if an object the test
+    created was not destroyed (the Context's registry is the leak detector)."""
     from vkmorph.gpu.context import Context, validation_requested
 
     c = Context.create(validation=validation_requested(True))
     yield c
+    leaks = []
+    if not c.destroyed:
+        c.wait_idle()                 # also releases what was waiting for a completion
+        leaks = c.live_children
     c.destroy()
     bad = c.errors_and_warnings()
     assert not bad, "validation messages:\n" + "\n".join(str(m) for m in bad)
+    assert not leaks, f"objects not destroyed by the test (leaked): {leaks}"
 
-
-def asset(*parts: str) -> Path:
-    p = ASSETS.joinpath(*parts)
-    if not p.exists():
-        pytest.skip(f"shared asset {p} not present")
-    return p

@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""Compile glsl/*.comp|vert|frag to spirv/<name>.spv with glslangValidator (Vulkan 1.2 target env).
+"""Generate glsl/gen/*.glsl from vkmorph/gpu/interface.py, then compile glsl/*.comp|vert|frag to spirv/<name>.spv
+with glslangValidator (Vulkan 1.2 target env).
 
-    python tools/compile_shaders.py            # (re)compile everything
-    python tools/compile_shaders.py --check    # exit 1 when a committed .spv is missing or stale
+    python tools/compile_shaders.py            # (re)generate the headers and (re)compile everything
+    python tools/compile_shaders.py --check    # exit 1 when a generated header or committed .spv is missing
+                                               # or stale, or a generated layout disagrees with its dtype
 
-Staleness is decided by compiling again into a temporary folder and comparing bytes, so an edit to an
-included file is caught too. Compile errors print glslang's own ``ERROR: file:line: message`` lines.
+Staleness is decided by generating / compiling again into a temporary folder and comparing bytes, so an edit to
+an included file is caught too. Compile errors print glslang's own ``ERROR: file:line: message`` lines.
+Every generated header is also compiled into a probe shader and glslang's reflection (offsets, array strides,
+block sizes, bindings, vertex inputs) is compared with the numpy dtypes it came from (``layout_problems``).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +23,13 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from a checkout
+    sys.path.insert(0, str(ROOT))
+
+from vkmorph.gpu import interface as I  # noqa: E402  (after the sys.path fix)
+
 GLSL = ROOT / "glsl"
+GEN = GLSL / "gen"
 SPIRV = ROOT / "spirv"
 STAGES = (".comp", ".vert", ".frag")
 
@@ -27,23 +38,197 @@ def sources() -> list[Path]:
     return sorted(p for p in GLSL.iterdir() if p.suffix in STAGES)
 
 
-def compile_one(src: Path, out: Path) -> str | None:
-    """Compile ``src`` to ``out``; returns glslang's error text on failure, None on success."""
+def headers(interfaces=I.INTERFACES) -> dict[str, str]:
+    """gen/<name>.glsl file name -> text, for every declared interface."""
+    return {f"{i.name}.glsl": I.glsl_header(i) for i in interfaces}
+
+
+def _glslang(args: list[str]) -> subprocess.CompletedProcess | str:
     exe = shutil.which("glslangValidator")
     if exe is None:
         return "glslangValidator not found: `apt-get install glslang-tools`"
-    cmd = [exe, "-V", "--target-env", "vulkan1.2", "-I" + str(GLSL), "-o", str(out), str(src)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return subprocess.run([exe, "-V", "--target-env", "vulkan1.2", *args], capture_output=True, text=True)
+
+
+def compile_one(src: Path, out: Path) -> str | None:
+    """Compile ``src`` to ``out``; returns glslang's error text on failure, None on success."""
+    proc = _glslang(["-I" + str(GLSL), "-o", str(out), str(src)])
+    if isinstance(proc, str):
+        return proc
     if proc.returncode != 0:
         lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln or "error" in ln]
         return "\n".join(lines) or proc.stdout + proc.stderr
     return None
 
 
+# ------------------------------------------------------------------------------------------- layout check
+def _use(typ: str, expr: str) -> str:
+    """A float expression that reads ``expr`` (so glslang keeps the block in its reflection)."""
+    if typ.startswith("sampler"):
+        return f"float(textureSize({expr}, 0).x)"
+    if typ == "mat4":
+        return f"{expr}[0][0]"
+    if "vec" in typ:
+        return f"float({expr}[0])"
+    return f"float({expr})"
+
+
+def probe_source(iface: I.ShaderInterface, header: str) -> str:
+    """A shader that declares ``header`` and reads one member of every block and every vertex input."""
+    uses = []
+    for b in iface.bindings:
+        ref = f"{b.instance}.{b.glsl_name}" if b.instance else b.glsl_name
+        if b.kind == I.SAMPLER:
+            uses.append(_use(b.element, ref))
+        elif b.kind == I.UNIFORM:
+            typ, name, _ = b.element.fields()[0]
+            uses.append(_use(typ, f"{b.instance}.{name}" if b.instance else name))
+        else:
+            uses.append(f"float({ref}.length())")
+    if iface.push is not None:
+        typ, name, _ = iface.push.struct.fields()[0]
+        uses.append(_use(typ, f"{iface.push.instance}.{name}"))
+    uses += [_use(a.glsl, f"in{I.pascal(a.name)}") for a in iface.vertex_attributes()]
+    body = "    float p = 0.0;\n" + "".join(f"    p += {u};\n" for u in uses)
+    if iface.stage == I.VERTEX:
+        body += "    gl_Position = vec4(p);\n"
+    return f"#version 450\n{header}\nvoid main() {{\n{body}}}\n"
+
+
+_LINE = re.compile(r"^(?P<name>[^:]+): offset (?P<offset>-?\d+), type (?P<type>[0-9a-f]+), size (?P<size>\d+), "
+                   r"index (?P<index>-?\d+), binding (?P<binding>-?\d+), stages \d+(?P<rest>.*)$")
+
+
+def reflect(iface: I.ShaderInterface, header: str | None = None) -> dict[str, dict[str, dict]]:
+    """glslang's reflection of a probe shader over the interface's header: {section: {name: fields}}."""
+    header = I.glsl_header(iface) if header is None else header
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / f"probe.{'comp' if iface.stage == I.COMPUTE else 'vert'}"
+        src.write_text(probe_source(iface, header))
+        proc = _glslang(["-l", "-q", "--reflect-all-block-variables", "-o", str(Path(tmp) / "probe.spv"), str(src)])
+    if isinstance(proc, str) or proc.returncode != 0:
+        raise RuntimeError(f"probe of interface {iface.name!r} failed to compile:\n"
+                           f"{proc if isinstance(proc, str) else proc.stdout + proc.stderr}")
+    sections: dict[str, dict[str, dict]] = {}
+    current = None
+    for line in proc.stdout.splitlines():
+        if line.endswith("reflection:"):
+            current = sections.setdefault(line[:-len(" reflection:")], {})
+            continue
+        m = _LINE.match(line)
+        if m and current is not None:
+            d = {k: int(v) if k in ("offset", "size", "index", "binding") else v
+                 for k, v in m.groupdict().items() if k not in ("name", "rest")}
+            d["type"] = int(d["type"], 16)
+            for key, val in re.findall(r", (\w+) (\d+)", m["rest"]):
+                d[key] = int(val)
+            current[m["name"]] = d
+    return sections
+
+
+# OpenGL type enums of glslang's reflection -> (numpy kind, component count): independent of interface.glsl_type
+GL_TYPES = {0x1406: ("f", 1), 0x8B50: ("f", 2), 0x8B51: ("f", 3), 0x8B52: ("f", 4), 0x8B5C: ("f", 16),
+            0x1405: ("u", 1), 0x8DC6: ("u", 2), 0x8DC7: ("u", 3), 0x8DC8: ("u", 4),
+            0x1404: ("i", 1), 0x8B53: ("i", 2), 0x8B54: ("i", 3), 0x8B55: ("i", 4)}
+
+
+def _kind_count(sub) -> tuple[str, int]:
+    n = 1
+    for d in sub.shape:
+        n *= d
+    return sub.base.kind, n
+
+
+def _struct_problems(where: str, struct: I.Struct, members: dict[str, dict], prefix: str,
+                     stride: int | None) -> list[str]:
+    problems = []
+    for name, (typ, gname, offset) in zip(struct.dtype.names, struct.fields()):
+        r = members.get(prefix + gname)
+        if r is None:
+            problems.append(f"{where}: {gname} missing from glslang's reflection")
+        elif GL_TYPES.get(r["type"]) != _kind_count(struct.dtype.fields[name][0]):
+            problems.append(f"{where}: {gname} is GL type {r['type']:#x} in GLSL, {struct.dtype.fields[name][0]} "
+                            "in the dtype")
+        elif r["offset"] != offset:
+            problems.append(f"{where}: {gname} ({typ}) is at byte {r['offset']} in GLSL, {offset} in the dtype")
+        elif stride is not None and r.get("topLevelArrayStride") != stride:
+            problems.append(f"{where}: array stride {r.get('topLevelArrayStride')} in GLSL, {stride} (itemsize)")
+    return problems
+
+
+def layout_problems(iface: I.ShaderInterface, header: str | None = None) -> list[str]:
+    """Where the GLSL layout glslang computes for the generated header disagrees with the declaration."""
+    refl = reflect(iface, header)
+    members, blocks = refl.get("Uniform", {}), refl.get("Uniform block", {})
+    problems = []
+    for b in iface.bindings:
+        where = f"{iface.name}.{b.name}"
+        key = b.glsl_name if b.kind == I.SAMPLER else b.block_name
+        found = members.get(key) if b.kind == I.SAMPLER else blocks.get(key)
+        if found is None:
+            problems.append(f"{where}: {key} missing from glslang's reflection")
+            continue
+        if found["binding"] != b.binding:
+            problems.append(f"{where}: binding {found['binding']} in GLSL, {b.binding} declared")
+        if b.kind == I.STORAGE and isinstance(b.element, I.Struct):
+            problems += _struct_problems(where, b.element, members, f"{b.glsl_name}[0].", b.element.dtype.itemsize)
+        elif b.kind == I.UNIFORM:
+            problems += _struct_problems(where, b.element, members, f"{b.block_name}.", None)
+            if found["size"] != b.element.dtype.itemsize:
+                problems.append(f"{where}: block size {found['size']} in GLSL, {b.element.dtype.itemsize} dtype")
+    if iface.push is not None:
+        s = iface.push.struct
+        problems += _struct_problems(f"{iface.name}.push", s, members, f"{s.name}.", None)
+        size = blocks.get(s.name, {}).get("size")
+        if size != s.dtype.itemsize:
+            problems.append(f"{iface.name}.push: block size {size} in GLSL, {s.dtype.itemsize} in the dtype")
+    inputs = refl.get("Pipeline input", {})
+    for a in iface.vertex_attributes():
+        r = inputs.get(f"in{I.pascal(a.name)}")
+        if r is None:
+            problems.append(f"{iface.name}: vertex input in{I.pascal(a.name)} missing from glslang's reflection")
+        elif GL_TYPES.get(r["type"]) != _kind_count(iface.vertex.fields[a.name][0]):
+            problems.append(f"{iface.name}: vertex input {a.name} is GL type {r['type']:#x}, "
+                            f"{iface.vertex.fields[a.name][0]} in the dtype")
+    if iface.vertex is not None:
+        end = max(a.offset + iface.vertex.fields[a.name][0].itemsize for a in iface.vertex_attributes())
+        if end != iface.vertex.itemsize or not all(a.offset % 4 == 0 for a in iface.vertex_attributes()):
+            problems.append(f"{iface.name}: vertex dtype is not tightly packed 4-byte fields")
+    return problems
+
+
+# ------------------------------------------------------------------------------------------- main
+def write_headers(check: bool) -> list[str]:
+    """Write glsl/gen/*.glsl (or, with ``check``, list the stale/missing/orphan ones)."""
+    wanted = headers()
+    GEN.mkdir(exist_ok=True)
+    stale = []
+    for name, text in wanted.items():
+        dst = GEN / name
+        if dst.is_file() and dst.read_text() == text:
+            continue
+        if check:
+            stale.append(f"gen/{name}")
+        else:
+            dst.write_text(text)
+            print(f"wrote glsl/gen/{name}")
+    orphans = sorted(p for p in GEN.glob("*.glsl") if p.name not in wanted)
+    if check:
+        return stale + [f"gen/{p.name}" for p in orphans]
+    for p in orphans:
+        p.unlink()
+        print(f"removed glsl/gen/{p.name}")
+    return []
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="verify committed SPIR-V is fresh; write nothing")
+    ap.add_argument("--check", action="store_true", help="verify generated headers and SPIR-V are fresh; write nothing")
     args = ap.parse_args(argv)
+    stale_headers = write_headers(args.check)
+    problems = [p for i in I.INTERFACES for p in layout_problems(i)]
+    for p in problems:
+        print(f"layout: {p}", file=sys.stderr)
     SPIRV.mkdir(exist_ok=True)
     failed, stale = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -64,11 +249,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote spirv/{name}")
     known = {s.name + ".spv" for s in sources()}
     orphans = sorted(p.name for p in SPIRV.glob("*.spv") if p.name not in known)
-    if failed:
+    if failed or problems:
         return 1
-    if args.check and (stale or orphans):
-        print(f"stale or missing SPIR-V: {stale}; orphans: {orphans}; run tools/compile_shaders.py",
-              file=sys.stderr)
+    if args.check and (stale or orphans or stale_headers):
+        print(f"stale or missing generated headers: {stale_headers}; stale or missing SPIR-V: {stale}; "
+              f"orphans: {orphans}; run tools/compile_shaders.py", file=sys.stderr)
         return 1
     return 0
 

@@ -12,8 +12,10 @@ __version__ = "0.1.0"
 __all__ = ["AssetError", "GpuError", "UsageError", "VkmorphError", "load_scene", "__version__"]
 
 
-def load_scene(path=None):
-    """Import and validate a scene (glTF/FBX/... through Assimp); ``None`` loads the built-in default scene."""
+def load_scene(path=None, **options):
+    """Import and validate a scene (glTF/FBX/... through Assimp); ``None`` loads the built-in default scene.
+
+    Options (see ``vkmorph.asset.importer.load_scene``): ``isolate``, ``allow_external_uris``, ``validate``."""
     from .asset.importer import load_scene as _load
 
-    return _load(path)
+    return _load(path, **options)

@@ -28,6 +28,10 @@ class AssetError(VkmorphError):
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
 
 
+class AssetWarning(UserWarning):
+    """Input that vkmorph repaired on purpose (e.g. renormalized weights); the message says what and where."""
+
+
 class UsageError(VkmorphError):
     """Bad arguments to an API or CLI call (unknown clip, wrong weight count, non-finite weight)."""
 

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from tests.conftest import asset
 from tests.gltf_ref import Gltf
+from tests.helpers import asset
 from vkmorph import load_scene
 from vkmorph.anim.player import AnimationPlayer, SineDriver
 from vkmorph.anim.sampler import sample

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, asset, vulkan_unavailable_reason
 from tests.gltf_ref import Gltf
+from tests.helpers import ROOT, asset
 from vkmorph import load_scene
 from vkmorph.morph.reference import morph_reference
 
@@ -56,8 +56,6 @@ def test_info_on_bad_input_is_one_line_exit_2(tmp_path):
 
 @pytest.mark.gpu
 def test_morph_cli_weights_and_clip(tmp_path):
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     path = asset("AnimatedMorphCube", "AnimatedMorphCube.gltf")
     out = tmp_path / "o.npz"
     r = vkmorph("morph", path, "--weights", "0.25,0.75", "--out", out)
@@ -93,8 +91,6 @@ def test_help_lists_every_command():
 
 @pytest.mark.gpu
 def test_demo_without_display_renders_pngs(tmp_path):
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     env_display = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     r = subprocess.run([sys.executable, "-m", "vkmorph.app.cli", "demo", "--frames", "2", "--out-dir", tmp_path / "f",
                         "--screenshot", tmp_path / "shot.png"], capture_output=True, text=True, cwd=ROOT,
@@ -108,8 +104,6 @@ def test_demo_without_display_renders_pngs(tmp_path):
 @pytest.mark.gpu
 def test_bench_quick_runs_clean(tmp_path):
     """The benchmark tool runs under validation and reports its byte model; no timing is asserted here."""
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     out = tmp_path / "b.json"
     r = vkmorph("bench", "--quick", "--json", out, "--markdown", tmp_path / "b.md")
     assert r.returncode == 0, r.stderr
@@ -122,8 +116,6 @@ def test_bench_quick_runs_clean(tmp_path):
 
 @pytest.mark.gpu
 def test_morph_cli_skinned_matches_reference(tmp_path):
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     from vkmorph.anim.player import AnimationPlayer
     from vkmorph.anim.skeleton import Skeleton
     from vkmorph.morph.reference import skin_reference
@@ -150,8 +142,6 @@ def test_morph_cli_skinned_matches_reference(tmp_path):
 
 @pytest.mark.gpu
 def test_render_cli_writes_png(tmp_path):
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     out = tmp_path / "r.png"
     r = vkmorph("render", asset("SimpleSkin", "SimpleSkin.gltf"), "--time", "1.5", "--size", "64x48", "--out", out)
     assert r.returncode == 0, r.stderr

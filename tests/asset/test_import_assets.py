@@ -5,20 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import asset
 from tests.gltf_ref import Gltf
+from tests.helpers import GLTF_ASSETS, asset
 from vkmorph import load_scene
-
-GLTF_ASSETS = [
-    ("SimpleMorph", "SimpleMorph.gltf"),
-    ("AnimatedMorphCube", "AnimatedMorphCube.gltf"),
-    ("MorphPrimitivesTest", "MorphPrimitivesTest.gltf"),
-    ("MorphStressTest", "MorphStressTest.gltf"),
-    ("SimpleSkin", "SimpleSkin.gltf"),
-    ("assimp_simple_skin", "simple_skin.gltf"),
-    ("assimp_simple_skin", "quad_skin.glb"),
-    ("RobotExpressive", "RobotExpressive.glb"),
-]
 
 
 def top4_by_hand(joints_sets, weights_sets):

@@ -1,13 +1,19 @@
-"""A user's own Vulkan instance/device, created with python-vulkan directly (no vkmorph code), for embedding tests."""
+"""A host's own Vulkan instance/device, created with python-vulkan directly (no vkmorph code), for embedding tests.
+
+It does what a real host renderer does: its own queue, command buffers and fences, frames submitted without
+waiting, its own buffers and a compute pipeline of its own that reads vkmorph's output.
+"""
 
 from __future__ import annotations
 
+import numpy as np
 import vulkan as vk
 
 
 class RawDevice:
-    def __init__(self) -> None:
+    def __init__(self, api_version: int = vk.VK_MAKE_VERSION(1, 2, 0), pipeline_cache: bool = False) -> None:
         self.messages: list[str] = []
+        self.api_version = api_version
 
         def cb(severity, types, data, user):
             if severity >= vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT:
@@ -25,7 +31,7 @@ class RawDevice:
             enabledValidationFeatureCount=1,
             pEnabledValidationFeatures=[vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT],
             pNext=self._messenger_ci)
-        app = vk.VkApplicationInfo(pApplicationName="user-app", apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))
+        app = vk.VkApplicationInfo(pApplicationName="user-app", apiVersion=api_version)
         layers = ["VK_LAYER_KHRONOS_validation"]
         exts = ["VK_EXT_debug_utils"]
         ici = vk.VkInstanceCreateInfo(pApplicationInfo=app, enabledLayerCount=1, ppEnabledLayerNames=layers,
@@ -40,28 +46,140 @@ class RawDevice:
             if q.queueFlags & want == want)
         qci = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family_index, queueCount=1,
                                          pQueuePriorities=[1.0])
-        dci = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[qci])
+        self.enabled_features = vk.VkPhysicalDeviceFeatures()
+        dci = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[qci],
+                                    pEnabledFeatures=self.enabled_features)
         self.device = vk.vkCreateDevice(self.physical_device, dci, None)
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family_index, 0)
         self.pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
+            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
             queueFamilyIndex=self.queue_family_index), None)
+        self.pipeline_cache = vk.vkCreatePipelineCache(self.device, vk.VkPipelineCacheCreateInfo(), None) \
+            if pipeline_cache else None
+        self._buffers: list[tuple] = []
+        self._copy = None
 
-    def run(self, record) -> None:
-        """The user's own submit: allocate, record via ``record(cb)``, submit, wait, free."""
+    # ------------------------------------------------------------------ submission (the host's own)
+    def submit(self, record):
+        """Allocate a command buffer, record via ``record(cb)``, submit with a fresh fence; does not wait."""
         cb = vk.vkAllocateCommandBuffers(self.device, vk.VkCommandBufferAllocateInfo(
             commandPool=self.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
         vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo())
-        record(cb)
+        result = record(cb)
         vk.vkEndCommandBuffer(cb)
         fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
         vk.vkQueueSubmit(self.queue, 1, [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[cb])], fence)
+        return cb, fence, result
+
+    def wait(self, submission) -> None:
+        cb, fence, _ = submission
         vk.vkWaitForFences(self.device, 1, [fence], vk.VK_TRUE, 10**10)
         vk.vkDestroyFence(self.device, fence, None)
         vk.vkFreeCommandBuffers(self.device, self.pool, 1, [cb])
 
+    def run(self, record):
+        """The host's own blocking submit: record, submit, wait; returns what ``record`` returned."""
+        sub = self.submit(record)
+        self.wait(sub)
+        return sub[2]
+
+    # ------------------------------------------------------------------ the host's own resources
+    def host_buffer(self, size: int):
+        """A host-visible storage/transfer-dst buffer of the host: (VkBuffer, uint8 numpy view)."""
+        buf = vk.vkCreateBuffer(self.device, vk.VkBufferCreateInfo(
+            size=size, usage=vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        req = vk.vkGetBufferMemoryRequirements(self.device, buf)
+        mp = vk.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
+        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        idx = next(i for i in range(mp.memoryTypeCount)
+                   if (req.memoryTypeBits >> i) & 1 and mp.memoryTypes[i].propertyFlags & want == want)
+        mem = vk.vkAllocateMemory(self.device, vk.VkMemoryAllocateInfo(allocationSize=req.size,
+                                                                       memoryTypeIndex=idx), None)
+        vk.vkBindBufferMemory(self.device, buf, mem, 0)
+        view = np.frombuffer(vk.vkMapMemory(self.device, mem, 0, size, 0), np.uint8, count=size)
+        self._buffers.append((buf, mem))
+        return buf, view
+
+    def record_compute_copy(self, cb, src, src_offset: int, nbytes: int, dst) -> None:
+        """The host's own compute pass reading ``src`` (e.g. vkmorph's morph output) into ``dst``."""
+        if self._copy is None:
+            self._copy = _CopyPipeline(self)
+        self._copy.record(cb, src, src_offset, nbytes, dst)
+
+    def record_compute_read_barrier(self, cb) -> None:
+        """Host-side: its compute write to its own buffers visible to the host after the fence."""
+        mb = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
+        vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                                [mb], 0, None, 0, None)
+
+    def wait_idle(self) -> None:
+        vk.vkDeviceWaitIdle(self.device)
+
     def destroy(self) -> None:
+        if self._copy is not None:
+            self._copy.destroy()
+        for buf, mem in self._buffers:
+            vk.vkDestroyBuffer(self.device, buf, None)
+            vk.vkFreeMemory(self.device, mem, None)
+        if self.pipeline_cache is not None:
+            vk.vkDestroyPipelineCache(self.device, self.pipeline_cache, None)
         vk.vkDestroyCommandPool(self.device, self.pool, None)
         vk.vkDestroyDevice(self.device, None)
         vk.vkGetInstanceProcAddr(self.instance, "vkDestroyDebugUtilsMessengerEXT")(
             self.instance, self.messenger, None)
         vk.vkDestroyInstance(self.instance, None)
+
+
+class _CopyPipeline:
+    """The host's compute pipeline: dst[i] = src[i] (uvec4), from the copy.comp SPIR-V file."""
+
+    def __init__(self, host: RawDevice):
+        from vkmorph.gpu.shaders import load_spirv  # only to find the .spv file; everything else is raw vk
+
+        self.host = d = host
+        dev = d.device
+        binds = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                 descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+                 for i in range(2)]
+        self.set_layout = vk.vkCreateDescriptorSetLayout(dev, vk.VkDescriptorSetLayoutCreateInfo(
+            bindingCount=2, pBindings=binds), None)
+        rng = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=8)]
+        self.layout = vk.vkCreatePipelineLayout(dev, vk.VkPipelineLayoutCreateInfo(
+            setLayoutCount=1, pSetLayouts=[self.set_layout], pushConstantRangeCount=1, pPushConstantRanges=rng),
+            None)
+        code = load_spirv("copy.comp")
+        module = vk.vkCreateShaderModule(dev, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None)
+        stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName="main")
+        self.pipeline = vk.vkCreateComputePipelines(dev, vk.VK_NULL_HANDLE, 1, [vk.VkComputePipelineCreateInfo(
+            stage=stage, layout=self.layout)], None)[0]
+        vk.vkDestroyShaderModule(dev, module, None)
+        sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=128)]
+        self.pool = vk.vkCreateDescriptorPool(dev, vk.VkDescriptorPoolCreateInfo(
+            flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT, maxSets=64, poolSizeCount=1,
+            pPoolSizes=sizes), None)
+        self._keep = []
+
+    def record(self, cb, src, src_offset: int, nbytes: int, dst) -> None:
+        dev = self.host.device
+        dset = vk.vkAllocateDescriptorSets(dev, vk.VkDescriptorSetAllocateInfo(
+            descriptorPool=self.pool, descriptorSetCount=1, pSetLayouts=[self.set_layout]))[0]
+        infos = [vk.VkDescriptorBufferInfo(buffer=src, offset=src_offset, range=nbytes),
+                 vk.VkDescriptorBufferInfo(buffer=dst, offset=0, range=nbytes)]
+        writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=i, descriptorCount=1,
+                                          descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                          pBufferInfo=[infos[i]]) for i in range(2)]
+        vk.vkUpdateDescriptorSets(dev, 2, writes, 0, None)
+        push = np.array([nbytes // 16, 0], np.uint32)
+        self._keep.append(push)
+        vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)
+        vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.layout, 0, 1, [dset], 0, None)
+        vk.vkCmdPushConstants(cb, self.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, vk.ffi.from_buffer(push))
+        vk.vkCmdDispatch(cb, (nbytes // 16 + 255) // 256, 1, 1)
+
+    def destroy(self) -> None:
+        dev = self.host.device
+        vk.vkDestroyDescriptorPool(dev, self.pool, None)
+        vk.vkDestroyPipeline(dev, self.pipeline, None)
+        vk.vkDestroyPipelineLayout(dev, self.layout, None)
+        vk.vkDestroyDescriptorSetLayout(dev, self.set_layout, None)

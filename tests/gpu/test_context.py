@@ -9,13 +9,14 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.gpu
 
 
 def test_compute_round_trip(ctx):
     from vkmorph.gpu import memory as M
+    from vkmorph.gpu.interface import COPY
     from vkmorph.gpu.pipeline import ComputePipeline
     from vkmorph.gpu.vk import vk
 
@@ -23,8 +24,8 @@ def test_compute_round_trip(ctx):
     data = rng.integers(0, 2**32, size=(1003, 4), dtype=np.uint32)
     src = M.device_buffer(ctx, data, M.STORAGE, name="src")
     dst = M.device_buffer(ctx, None, M.STORAGE, size=data.nbytes, name="dst")
-    pipe = ComputePipeline(ctx, "copy.comp", 2, 8)
-    dset = pipe.make_set([src, dst])
+    pipe = ComputePipeline(ctx, COPY)
+    dset = pipe.make_set({"src": src, "dst": dst})
     push = np.array([len(data), 0x5A5A5A5A], np.uint32)
 
     def record(cb):
@@ -45,14 +46,15 @@ def test_missing_barrier_is_reported(ctx):
     """Proof the harness can fail: vkCmdUpdateBuffer then a dispatch reading it, no transfer->compute barrier."""
     from vkmorph.gpu import barriers
     from vkmorph.gpu import memory as M
+    from vkmorph.gpu.interface import COPY
     from vkmorph.gpu.pipeline import ComputePipeline
     from vkmorph.gpu.vk import vk
 
     data = np.arange(64 * 4, dtype=np.uint32)
     src = M.device_buffer(ctx, data, M.STORAGE)
     dst = M.device_buffer(ctx, None, M.STORAGE, size=data.nbytes)
-    pipe = ComputePipeline(ctx, "copy.comp", 2, 8)
-    dset = pipe.make_set([src, dst])
+    pipe = ComputePipeline(ctx, COPY)
+    dset = pipe.make_set({"src": src, "dst": dst})
     push = np.array([64, 0], np.uint32)
 
     def record(with_barrier):
@@ -72,6 +74,8 @@ def test_missing_barrier_is_reported(ctx):
     ctx.clear_messages()
     ctx.submit_and_wait(record(True))
     assert ctx.errors_and_warnings() == []
+    for obj in (pipe, src, dst):
+        obj.destroy()
 
 
 def test_external_handles_are_not_destroyed(user_device):
@@ -79,14 +83,36 @@ def test_external_handles_are_not_destroyed(user_device):
 
     user, ctx = user_device
     data = np.arange(256, dtype=np.float32)
-    buf = M.device_buffer(ctx, data, M.STORAGE)
-    np.testing.assert_array_equal(M.readback(ctx, buf, np.float32), data)
+    buf = M.device_buffer(ctx, data, M.STORAGE)      # borrowed: the upload waits for the host's command buffer
+    assert ctx.has_pending
+    host_buf, view = user.host_buffer(data.nbytes)
+    user.run(lambda cb: (ctx.record_pending(cb), user.record_compute_copy(cb, buf.handle, 0, data.nbytes, host_buf),
+                         user.record_compute_read_barrier(cb)))
+    ctx.completed()
+    np.testing.assert_array_equal(view.view(np.float32), data)
+    buf.destroy()
     with ctx:
         pass  # leaving the block destroys what vkmorph made, nothing else
     ctx.destroy()
     assert ctx.device is user.device and ctx.instance is user.instance
     # the user's device still works, then the user destroys it: no validation message anywhere
     user.run(lambda cb: None)  # the fixture then destroys the user's device and checks for messages
+
+
+def test_leaked_object_is_reported():
+    """The registry is the leak detector the fixtures use: an object never destroyed is listed by name."""
+    from tests.helpers import vulkan_unavailable_reason
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.context import Context
+
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    with Context.create(validation=False) as c:
+        kept = M.device_buffer(c, np.zeros(4, np.float32), M.STORAGE, name="forgotten")
+        gone = M.device_buffer(c, np.zeros(4, np.float32), M.STORAGE, name="destroyed")
+        gone.destroy()
+        assert c.live_children == ["forgotten (16 B)"]
+    assert kept.handle is None  # ctx.destroy() released it anyway
 
 
 def test_no_icd_gives_one_line_error(tmp_path):

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, asset, vulkan_unavailable_reason
-from tests.morph.test_gpu_data import random_prim
+from tests.helpers import asset, random_prim
 from vkmorph import load_scene
 from vkmorph.anim.player import AnimationPlayer
 from vkmorph.asset.model import SKINNED_VERTEX, MeshAsset, NodeAsset, SceneAsset, SkinAsset
@@ -192,31 +187,6 @@ def test_frames_in_flight_without_waiting(ctx):
             ctx.free_command_buffer(cb)
         sink.destroy()
         check(rt, red, weights)
-
-
-def test_embedding_in_a_user_device(user_device):
-    """The user's own instance/device/command buffer (created by the test with python-vulkan directly)."""
-    from vkmorph.render.morph_pass import MorphRuntime
-
-    user, ctx = user_device
-    rt = MorphRuntime(ctx, load_scene())
-    rt.set_weights("PurpleMesh", [0.2, 0.9])
-    user.run(rt.record)          # the user records, submits and waits
-    inst = rt.instance("PurpleMesh")
-    check(rt, inst, [0.2, 0.9])
-    layout = rt.vertex_input("PurpleMesh")
-    assert layout.stride == 80 and [a[1] for a in layout.attributes][:3] == ["position", "normal", "tangent"]
-    assert rt.vertex_buffer("PurpleMesh") is not None and rt.index_buffer("PurpleMesh") is not None
-    rt.destroy()
-
-
-def test_embed_example_script_runs():
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "embed_example.py")], capture_output=True, text=True,
-                       cwd=ROOT, timeout=300, env={**os.environ, "VKMORPH_VALIDATION": "1"})
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "max error vs numpy reference" in r.stdout
 
 
 def _random_scene_weights(rt, rng):

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import asset
+from tests.helpers import asset
 from vkmorph import load_scene
 from vkmorph.anim.player import AnimationPlayer
 from vkmorph.anim.skeleton import Skeleton
-from vkmorph.app.morph_cmd import first_instances
 from vkmorph.morph.reference import morph_reference, skin_reference
 
 pytestmark = pytest.mark.gpu
@@ -36,11 +35,12 @@ def test_gpu_skinning_matches_reference(ctx, folder, name):
                 player.clip = clip
                 player.apply(t)
             ctx.submit_and_wait(rt.record)
-            for node, p_i in first_instances(scene):
-                inst = rt.instance(node, p_i)
-                prim = inst.prim
-                if not prim.is_skinned:
+            seen = set()
+            for inst in rt.instances:  # the first node instancing each primitive (node order)
+                prim, node = inst.prim, inst.node
+                if not prim.is_skinned or id(prim) in seen:
                     continue
+                seen.add(id(prim))
                 mats = skel.skin_matrices(prim.skin, node)
                 gp, gn, gt = cap.run(inst.vertex_buffer, inst.vertex_offset, prim.vertices.dtype, prim.vertex_count,
                                      mats)
@@ -51,7 +51,7 @@ def test_gpu_skinning_matches_reference(ctx, folder, name):
                     p, n, tg = v["position"], v["normal"], v["tangent"]
                 rp, rn, rt_ = skin_reference(p, n, tg, prim.vertices["joints"], prim.vertices["weights"], mats)
                 size = float(np.ptp(rp, axis=0).max()) or 1.0
-                assert np.abs(gp - rp).max() <= 1e-5 * size, (t, p_i)
+                assert np.abs(gp - rp).max() <= 1e-5 * size, (t, node, inst.prim_index)
                 assert np.abs(gn - rn).max() <= 1e-4
                 assert np.abs(gt - rt_[:, :3]).max() <= 1e-4
         cap.destroy()

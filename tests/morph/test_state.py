@@ -3,77 +3,202 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.gltf_write import GltfWriter, grid
 from vkmorph import UsageError, load_scene
+from vkmorph.asset.model import MorphWeightChannel
+from vkmorph.morph.gpu_data import build_gpu_morph_data
 from vkmorph.morph.reference import morph_reference
-from vkmorph.morph.state import MorphState, PoseBinding, SceneMorphPose
+from vkmorph.morph.state import SceneMorphPose, WeightClampedWarning, file_weight_range
+
+
+def face_file(tmp_path, names=("JawOpen", "Smile", "JawSmileFix", "SmileHalf"), default=(0.0, -0.5, 0.0, 0.0),
+              anim_max=1.5):
+    """A small sheet with four targets, negative default weight, and an animation reaching ``anim_max``."""
+    pos, idx = grid(5)
+    rng = np.random.default_rng(3)
+    w = GltfWriter()
+    w.mesh(pos, idx, targets=[rng.normal(0, 0.1, pos.shape) for _ in range(4)], weights=default,
+           target_names=list(names) if names else None)
+    w.node("Face", mesh=0)
+    w.animation("talk", [(0, "weights", [0.0, 1.0], [[0, 0, 0, 0], [anim_max, 0.2, 0, 0]], "LINEAR")])
+    return load_scene(w.save(tmp_path / "face.gltf"))
 
 
 def test_version_moves_only_on_real_change():
-    s = MorphState(3)
-    assert s.version == 0 and s.active_count == 0
-    assert not s.set_weight(0, 0.0) and s.version == 0
-    assert s.set_weight(1, 0.5) and s.version == 1 and s.active_count == 1
-    assert not s.set_weight(1, 0.5) and s.version == 1
-    assert s.set_weight(2, 7.0) and s.weights[2] == 1.0 and s.version == 2  # clamped
-    assert not s.set_weight(2, 3.0) and s.version == 2                      # clamps to the same value
-    assert s.active_count == 2
-    assert not s.set_weights([0.0, 0.5, 1.0]) and s.version == 2
-    assert s.set_weights(np.array([-1.0, 0.0, 0.2])) and s.active_count == 1 and s.version == 3
-    with pytest.raises(UsageError):
-        s.set_weights([0.1, 0.2])
-    with pytest.raises(UsageError):
-        s.set_weight(0, float("nan"))
-    with pytest.raises(ValueError):
-        s.weights[0] = 1.0  # read-only view: edits must go through set_weight
-
-
-def test_custom_range_allows_negative_and_overdrive():
-    s = MorphState(2, weight_range=(-1.0, 2.0))
-    s.set_weights([-3.0, 1.5])
-    np.testing.assert_array_equal(s.weights, [-1.0, 1.5])
-
-
-def test_pose_versions_and_level_one_skip():
     scene = load_scene()
     pose = SceneMorphPose(scene)
     nodes = pose.morph_nodes
-    assert len(nodes) == 2
-    states = {n: [MorphState(2)] for n in nodes}
-    binding = PoseBinding(pose, states)
-    assert binding.sync()
-    assert not binding.sync()                       # unchanged pose: O(1) skip
+    assert len(nodes) == 2 and pose.take_dirty() == set(nodes)
     assert not pose.set_weights(nodes[0], [0.0, 0.0]) and pose.version == 0
     assert pose.set_weights("Red", [0.25, 1.0]) and pose.version == 1
-    assert binding.sync()
-    np.testing.assert_array_equal(states[nodes[0]][0].weights, [0.25, 1.0])
-    assert states[nodes[1]][0].version == 0         # the other node's state did not move
+    assert not pose.set_weights("Red", [0.25, 1.0]) and pose.version == 1
+    assert pose.take_dirty() == {scene.node_index("Red")}
     with pytest.raises(UsageError):
         pose.set_weights("Red", [1.0])
-    with pytest.raises(UsageError):
-        pose.set_weights("Blue", [1.0, 0.0])          # no targets on that node
+    with pytest.raises(UsageError, match="no morph targets"):
+        pose.set_weights("Blue", [1.0, 0.0])
+    with pytest.raises(ValueError):
+        pose.weights("Red")[0] = 1.0  # read-only view: edits must go through set_weight(s)
 
 
-def test_reference_normalize_fallback_keeps_base_and_handedness():
-    scene = load_scene()
-    prim = scene.primitives[0]
-    w = [1.0, 0.5]
-    p, n, t = morph_reference(prim, w)
-    np.testing.assert_allclose(np.linalg.norm(n, axis=1), 1.0, atol=1e-5)
-    np.testing.assert_array_equal(t[:, 3], prim.vertices["tangent"][:, 3])
-    expected = prim.vertices["position"] + sum(wk * tg.position_deltas for wk, tg in zip(w, prim.morph_targets))
-    np.testing.assert_allclose(p, expected, atol=1e-6)
-
-
-def test_pose_set_flat_marks_only_changed_nodes():
-    scene = load_scene()
+def test_weight_range_comes_from_the_file(tmp_path):
+    assert file_weight_range(load_scene()) == (0.0, 1.0)
+    scene = face_file(tmp_path)
     pose = SceneMorphPose(scene)
-    pose.take_dirty()
+    assert pose.weight_range == pytest.approx((-0.5, 1.5))
+    np.testing.assert_allclose(pose.weights("Face"), [0.0, -0.5, 0.0, 0.0])   # negative default kept
+    assert pose.set_weights("Face", [1.5, -0.5, 0.0, 0.3])                   # any finite weight in range
+    assert file_weight_range(scene, [-3.0, 0.2]) == pytest.approx((-3.0, 1.5))
+
+
+def test_cubicspline_range_includes_the_hermite_overshoot():
+    from vkmorph.anim.sampler import sample
+
+    times = np.array([0.0, 1.0])
+    values = np.array([[0.0], [0.0], [-5.0], [-5.0], [1.0], [0.0]])   # tangents against the rise: undershoot
+    scene = load_scene()
+    scene.animations[0].morph_channels = [MorphWeightChannel(0, times, values, "CUBICSPLINE")]
+    lo, hi = file_weight_range(scene)
+    curve = [float(sample(times, values, t, "CUBICSPLINE")[0]) for t in np.linspace(0, 1, 201)]
+    assert min(curve) < -0.3 and lo <= min(curve) and hi >= max(curve)
+
+
+def test_out_of_range_is_an_error_or_a_clamp_that_says_so(tmp_path):
+    pose = SceneMorphPose(load_scene())
+    with pytest.raises(UsageError, match=r"node 'Red'.*2 for target 1 'Pinch' is outside the weight range \[0, 1\]"):
+        pose.set_weights("Red", [0.5, 2.0])
+    with pytest.raises(UsageError, match="outside the weight range"):
+        pose.set_flat(np.full(len(pose.flat), -1.0))
+    with pytest.raises(UsageError, match="not finite"):
+        pose.set_weight("Red", "Bulge", float("nan"))
+    assert pose.version == 0
+    clamping = SceneMorphPose(load_scene(), clamp=True)
+    with pytest.warns(WeightClampedWarning, match="clamped to 1"):
+        clamping.set_weights("Red", [0.5, 2.0])
+    np.testing.assert_array_equal(clamping.weights("Red"), [0.5, 1.0])
+    wide = SceneMorphPose(load_scene(), weight_range=(-2.0, 3.0))
+    wide.set_weights("Red", [-2.0, 3.0])
+    np.testing.assert_array_equal(wide.weights("Red"), [-2.0, 3.0])
+    with pytest.raises(UsageError, match="low <= high"):
+        SceneMorphPose(load_scene(), weight_range=(1.0, 0.0))
+
+
+def test_bounds_follow_the_range(tmp_path):
+    scene = face_file(tmp_path)
+    pose = SceneMorphPose(scene)
+    prim = scene.primitives[0]
+    data = build_gpu_morph_data(prim, pose.weight_range)
+    narrow = build_gpu_morph_data(prim, (0.0, 1.0))
+    rng = np.random.default_rng(0)
+    lo, hi = pose.weight_range
+    outside_narrow = False
+    for _ in range(200):
+        w = rng.choice([lo, hi, 0.0], size=4)
+        p, _, _ = morph_reference(prim, w)
+        assert (p >= data.conservative_bounds[0] - 1e-5).all() and (p <= data.conservative_bounds[1] + 1e-5).all()
+        outside_narrow |= bool((p < narrow.conservative_bounds[0] - 1e-5).any()
+                               or (p > narrow.conservative_bounds[1] + 1e-5).any())
+    assert outside_narrow   # the [0, 1] bounds would not have contained these poses
+
+
+def test_targets_by_name(tmp_path):
+    scene = face_file(tmp_path)
+    pose = SceneMorphPose(scene)
+    assert pose.set_weight("Face", "Smile", 0.7) and pose.weights("Face")[1] == pytest.approx(0.7)
+    assert pose.set_weights("Face", {"JawOpen": 0.25, 3: 0.5})
+    np.testing.assert_allclose(pose.weights("Face"), [0.25, 0.7, 0.0, 0.5])
+    assert not pose.set_weights("Face", {"JawOpen": 0.25})
+    with pytest.raises(UsageError, match=r"no target 'MouthOpen'; its targets are \['JawOpen', 'Smile', "):
+        pose.set_weight("Face", "MouthOpen", 0.7)
+    with pytest.raises(UsageError, match="out of range"):
+        pose.set_weight("Face", 4, 0.1)
+    assert pose.target_names("Face")[0] == "JawOpen" and pose.generated_names("Face") == [False] * 4
+
+
+def test_unnamed_targets_get_generated_names_and_duplicates_are_reported(tmp_path):
+    pose = SceneMorphPose(face_file(tmp_path, names=None, default=(0, 0, 0, 0)))
+    names = pose.target_names("Face")
+    assert len(set(names)) == 4 and all(pose.generated_names("Face"))
+    pose.set_weight("Face", names[2], 0.5)
+    assert pose.weights("Face")[2] == 0.5
+    dup_dir = tmp_path / "dup"
+    dup_dir.mkdir()
+    dup = SceneMorphPose(face_file(dup_dir, names=("A", "B", "A", "C")))
+    assert dup.duplicate_names("Face") == {"A": [0, 2]}
+    with pytest.raises(UsageError, match=r"'A' is used by targets \[0, 2\]; use the index"):
+        dup.set_weight("Face", "A", 0.5)
+    dup.set_weight("Face", 2, 0.5)
+
+
+def effective_weights(user: np.ndarray, inbetween_curve) -> np.ndarray:
+    """Independent evaluation: target 2 = w0 * w1 (corrective), target 3 = curve(w1) (in-between)."""
+    w = np.array(user, np.float64)
+    w[2] = w[0] * w[1]
+    xs, ys = zip(*inbetween_curve)
+    x = w[1]
+    if x <= xs[0]:
+        w[3] = ys[0]
+    elif x >= xs[-1]:
+        w[3] = ys[-1]
+    else:
+        k = max(i for i in range(len(xs)) if xs[i] <= x)
+        w[3] = ys[k] + (ys[k + 1] - ys[k]) * (x - xs[k]) / (xs[k + 1] - xs[k])
+    return w
+
+
+CURVE = [(0.0, 0.0), (0.5, 1.0), (1.0, 0.0)]
+
+
+def test_correctives_and_inbetweens_vs_numpy(tmp_path):
+    scene = face_file(tmp_path, default=(0, 0, 0, 0), anim_max=1.0)
+    pose = SceneMorphPose(scene)
+    pose.add_corrective("Face", "JawSmileFix", drivers=["JawOpen", "Smile"])
+    pose.add_inbetween("Face", "SmileHalf", "Smile", curve=CURVE)
+    rng = np.random.default_rng(5)
+    prim = scene.primitives[0]
+    for _ in range(20):
+        user = rng.random(4)
+        pose.set_weights("Face", user)              # entries of driven targets are ignored
+        expected = effective_weights(user, CURVE)
+        np.testing.assert_allclose(pose.weights("Face"), expected, atol=1e-6)
+        p, _, _ = morph_reference(prim, pose.weights("Face"))
+        dense = prim.vertices["position"] + sum(e * t.position_deltas for e, t in zip(expected, prim.morph_targets))
+        np.testing.assert_allclose(p, dense, atol=1e-5)
+    v = pose.version
+    pose.set_weight("Face", "Smile", 0.25)
+    assert pose.version == v + 1
+    np.testing.assert_allclose(pose.weights("Face")[2:], [pose.weights("Face")[0] * 0.25, 0.5], atol=1e-6)
     flat = pose.flat.copy()
-    assert pose.set_flat(flat) == 0 and pose.version == 0
-    red = scene.node_index("Red")
-    flat[pose.slice_of(red)] = [0.5, 2.0]
-    assert pose.set_flat(flat) == 1 and pose.version == 1
-    assert pose.take_dirty() == {red}
-    np.testing.assert_array_equal(pose.weights("Red"), [0.5, 1.0])  # clamped
-    with pytest.raises(UsageError):
-        pose.set_flat(flat[:-1])
+    flat[pose.slice_of("Face")][:2] = [1.0, 0.75]
+    assert pose.set_flat(flat) == 1
+    np.testing.assert_allclose(pose.weights("Face")[2:], [0.75, 0.5], atol=1e-6)
+    with pytest.raises(UsageError, match="driven by a corrective"):
+        pose.set_weight("Face", "JawSmileFix", 0.5)
+    with pytest.raises(UsageError, match="distinct drivers"):
+        pose.add_corrective("Face", "JawOpen", drivers=["JawOpen"])
+    with pytest.raises(UsageError, match="increasing"):
+        pose.add_inbetween("Face", "JawOpen", "Smile", curve=[(0.5, 0), (0.5, 1)])
+    wide = SceneMorphPose(scene, weight_range=(0.0, 2.0))
+    with pytest.raises(UsageError, match="wider weight_range"):
+        wide.add_corrective("Face", "JawSmileFix", drivers=["JawOpen", "Smile"])
+
+
+@pytest.mark.gpu
+def test_gpu_pass_applies_correctives_in_one_pass(ctx, tmp_path):
+    from vkmorph.render.morph_pass import MorphRuntime
+
+    scene = face_file(tmp_path, default=(0, 0, 0, 0), anim_max=1.0)
+    prim = scene.primitives[0]
+    with MorphRuntime(ctx, scene) as rt:
+        rt.pose.add_corrective("Face", 2, drivers=[0, 1])
+        rt.pose.add_inbetween("Face", 3, 1, curve=CURVE)
+        user = np.array([0.8, 0.3, 0.0, 0.0])
+        rt.set_weights("Face", user)
+        rt.set_weight("Face", "JawOpen", 0.9)
+        user[0] = 0.9
+        counters = ctx.submit_and_wait(rt.record)
+        assert counters is None or counters.dispatch_calls == 1
+        out = rt.read_vertices(rt.morphing[0])
+        expected = effective_weights(user, CURVE)
+        dense = prim.vertices["position"] + sum(e * t.position_deltas for e, t in zip(expected, prim.morph_targets))
+        np.testing.assert_allclose(out["position"], dense, atol=1e-5)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import ROOT, asset
+from tests.helpers import ROOT, asset
 from vkmorph import load_scene
 from vkmorph.anim.player import AnimationPlayer
 

@@ -66,7 +66,7 @@ class AnimationPlayer:
             return
         t = self.local_time() if t is None else t
         for ch in clip.morph_channels:
-            if ch.node in self.pose._weights:
+            if self.pose.has_targets(ch.node):
                 w = sample(ch.times, ch.values, t, ch.interpolation)
                 cur = self.pose.weights(ch.node)
                 full = np.array(cur, np.float32)

@@ -59,9 +59,33 @@ class Skeleton:
         self._world, self._world_version = world, self.version
         return world
 
-    def skin_matrices(self, skin: int, mesh_node: int) -> np.ndarray:
-        """(J, 4, 4) float32: inverse(mesh node world) x joint world x inverse bind (glTF)."""
+    def skin_matrices(self, skin: int, mesh_node: int | None = None) -> np.ndarray:
+        """(J, 4, 4) float32 skinning palette.
+
+        ``mesh_node=None``: joint world x inverse bind, i.e. skinned positions in world space (glTF: the skinned
+        mesh node's own transform is ignored), so draw with an identity model matrix; nothing is inverted.
+        With ``mesh_node``: inverse(mesh node world) x joint world x inverse bind, positions in that node's
+        space. A singular mesh node (scaled to 0, e.g. to hide it in a clip) has no inverse there; its
+        pseudo-inverse is used, so the result is the projection onto the node's collapsed space (exact again
+        as soon as the scale comes back), never a ``LinAlgError``.
+        """
         world = self.world_matrices()
         s = self.scene.skins[skin]
-        inv_mesh = np.linalg.inv(world[mesh_node])
-        return (inv_mesh[None] @ world[s.joints] @ s.inverse_bind_matrices).astype(np.float32)
+        palette = world[s.joints] @ s.inverse_bind_matrices
+        if mesh_node is not None:
+            palette = affine_inverse(world[mesh_node])[None] @ palette
+        return palette.astype(np.float32)
+
+
+def affine_inverse(m: np.ndarray) -> np.ndarray:
+    """Inverse of an affine 4x4 (column vectors); the pseudo-inverse of its 3x3 part where that is singular."""
+    a, t = m[:3, :3], m[:3, 3]
+    scale = max(float(np.abs(a).max()), 1e-300)
+    if abs(np.linalg.det(a / scale)) > 1e-12:
+        inv_a = np.linalg.inv(a)
+    else:
+        inv_a = np.linalg.pinv(a)
+    out = np.eye(4)
+    out[:3, :3] = inv_a
+    out[:3, 3] = -inv_a @ t
+    return out

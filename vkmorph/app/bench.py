@@ -208,23 +208,24 @@ class CopyFrames:
 
     def __init__(self, ctx, nbytes: int):
         from ..gpu import memory as M
+        from ..gpu.interface import COPY, COPY_PUSH
         from ..gpu.pipeline import ComputePipeline
 
         self.n = max(1, nbytes // 32)
         self.src = M.device_buffer(ctx, None, M.STORAGE | M.TRANSFER_SRC, size=16 * self.n)
         self.dst = M.device_buffer(ctx, None, M.STORAGE | M.TRANSFER_DST, size=16 * self.n)
-        self.pipe = ComputePipeline(ctx, "copy.comp", 2, 8, max_sets=1)
-        self.dset = self.pipe.make_set([self.src, self.dst])
-        self.push = np.array([self.n, 0], np.uint32)
+        self.pipe = ComputePipeline(ctx, COPY, max_sets=1)
+        self.dset = self.pipe.make_set({"src": self.src, "dst": self.dst})
+        self.push = np.array([(self.n, 0)], COPY_PUSH)
         self.ptr = M.cffi_pointer(self.push)
-        self.groups = int(min((self.n + 255) // 256, 8192))
+        self.groups = int(min(self.pipe.groups(self.n), 8192))     # grid-stride: enough to fill any GPU
 
     def frame(self, cb):
         from ..gpu import barriers
         from ..gpu.vk import vk
 
         self.pipe.bind(cb, self.dset)
-        self.pipe.push(cb, self.ptr, 8)
+        self.pipe.push(cb, self.ptr)
         vk.vkCmdDispatch(cb, self.groups, 1, 1)
         barriers.compute_write_to_compute_read(cb)
 

@@ -1,4 +1,4 @@
-"""The ``vkmorph`` command line (a stable contract, see DESIGN.md).
+"""The ``vkmorph`` command line (a stable contract, see docs/architecture.md).
 
 Every sub-command turns a ``VkmorphError`` into one line on stderr and exit status 2, writes nothing on error,
 and, with ``VKMORPH_VALIDATION=1``, prints each validation message and exits 3 if there was any.
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="what the importer found in FILE, after validation")
     p.add_argument("file")
-    p.add_argument("--json", action="store_true", help="machine-readable output (see DESIGN.md)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (see docs/architecture.md)")
     p.set_defaults(fn=cmd_info)
 
     p = sub.add_parser("morph", help="run the GPU morph pass on FILE and write the output vertices to .npz")

@@ -1,4 +1,4 @@
-"""``vkmorph info FILE [--json]``: what the importer found, after validation (keys per DESIGN.md)."""
+"""``vkmorph info FILE [--json]``: what the importer found, after validation (keys in docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,12 @@ def scene_summary(scene: SceneAsset) -> dict:
         for p in m.primitives:
             prims.append({"mesh": m.name, "vertex_count": p.vertex_count, "index_count": int(len(p.indices)),
                           "target_names": p.target_names, "delta_count": count_deltas(p),
-                          "skinned": p.is_skinned, "truncated_influences": p.truncated_influences})
+                          "target_normals_derived": [t.normals_derived for t in p.morph_targets],
+                          "target_names_generated": [t.generated_name for t in p.morph_targets],
+                          "duplicate_target_names": sorted({n for n in p.target_names
+                                                            if p.target_names.count(n) > 1}),
+                          "skinned": p.is_skinned, "truncated_influences": p.truncated_influences,
+                          "unweighted_vertices": p.unweighted_vertices})
     anims = []
     for a in scene.animations:
         anims.append({"name": a.name, "duration_s": a.duration,
@@ -38,9 +43,19 @@ def run_info(args) -> int:
         print(f"  p{i} {p['mesh']!r}: {p['vertex_count']} vertices, {p['index_count']} indices, "
               f"{len(p['target_names'])} targets ({p['delta_count']} deltas)"
               f"{', skinned' if p['skinned'] else ''}"
-              + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else ""))
+              + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else "")
+              + (f", {p['unweighted_vertices']} vertices without influence (rigid with the mesh node)"
+                 if p['unweighted_vertices'] else ""))
         if p["target_names"]:
             print(f"      targets: {', '.join(p['target_names'])}")
+            generated = [n for n, g in zip(p["target_names"], p["target_names_generated"]) if g]
+            if generated:
+                print(f"      names generated (file has none): {', '.join(generated)}")
+            if p["duplicate_target_names"]:
+                print(f"      duplicate names (set these by index): {', '.join(p['duplicate_target_names'])}")
+            derived = [n for n, d in zip(p["target_names"], p["target_normals_derived"]) if d]
+            if derived:
+                print(f"      normals derived from positions (file has none): {', '.join(derived)}")
     for s in summary["skins"]:
         print(f"  skin {s['name']}: {s['joint_count']} joints")
     for a in summary["animations"]:

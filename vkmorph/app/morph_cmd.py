@@ -1,4 +1,4 @@
-"""``vkmorph morph FILE [--weights W,..|--clip NAME --time T] [--skinned] --out OUT.npz`` (DESIGN.md contract).
+"""``vkmorph morph FILE [--weights W,..|--clip NAME --time T] [--skinned] --out OUT.npz`` (docs/architecture.md).
 
 Runs the real compute pass and reads the output vertex buffer back; for primitive i in import order it writes
 p{i}/position, p{i}/normal, p{i}/tangent (float32, V x 3) as instanced by the first node (file order) that uses
@@ -15,6 +15,7 @@ import numpy as np
 
 from ..asset.importer import load_scene
 from ..errors import UsageError
+from ..morph.state import file_weight_range
 
 
 def parse_weights(text: str) -> np.ndarray:
@@ -72,7 +73,7 @@ def run_morph(args) -> int:
 
     ctx = Context.create(echo_messages=True)
     try:
-        rt = MorphRuntime(ctx, scene)
+        rt = MorphRuntime(ctx, scene, file_weight_range(scene, () if weights is None else weights))
         skeleton = Skeleton(scene)
         if weights is not None:
             for node in rt.pose.morph_nodes:

@@ -9,13 +9,17 @@ from the file are computed here (without welding) because assimp 5.2.5 skips the
 from __future__ import annotations
 
 import ctypes
+import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import AssetError
-from . import assimp_structs as A
-from .geometry import vertex_normals, vertex_tangents
+from ..errors import AssetError, UsageError
+from .geometry import area_weighted_normals, derived_normal_deltas, vertex_tangents
+from .gltf import GltfDocument
+from .gltf_validate import validate_gltf
+from .isolate import can_isolate, run_isolated
 from .model import (
     SKINNED_VERTEX,
     STATIC_VERTEX,
@@ -33,46 +37,98 @@ from .validate import validate_scene
 
 _CALC_TANGENT_SPACE = 0x1   # only where the file has none (needs UVs; we fill in the rest)
 _TRIANGULATE = 0x8
-_GEN_NORMALS = 0x20         # only where the file has none
 _VALIDATE_DATA_STRUCTURE = 0x400
-IMPORT_FLAGS = _CALC_TANGENT_SPACE | _TRIANGULATE | _GEN_NORMALS | _VALIDATE_DATA_STRUCTURE
+# No aiProcess_GenNormals: it gives per-face normals where the last face wins on a shared vertex; missing
+# normals come from asset.geometry's area-weighted vertex normals instead.
+IMPORT_FLAGS = _CALC_TANGENT_SPACE | _TRIANGULATE | _VALIDATE_DATA_STRUCTURE
 _SCENE_FLAGS_INCOMPLETE = 0x1
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+ISOLATE_ENV = "VKMORPH_ISOLATE"
+ISOLATE_DEFAULT = True
 
 
 def default_scene_path() -> Path:
     return DATA_DIR / "default_scene.gltf"
 
 
+A = None  # vkmorph.asset.assimp_structs, imported on first use: importing pyassimp loads libassimp
+
+
 def _assimp():
+    global A
     try:
-        from pyassimp import core
+        with warnings.catch_warnings():
+            # pyassimp's helper has an invalid escape sequence: SyntaxWarning when first compiled under Python
+            # 3.12 (DeprecationWarning before); it is pyassimp's, not the user's business
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from pyassimp import core
+
+            from . import assimp_structs
     except Exception as exc:  # pyassimp raises its own error when libassimp.so is absent
         raise AssetError(f"libassimp not found ({type(exc).__name__}): `apt-get install libassimp5`") from None
+    A = assimp_structs
     lib = core._assimp_lib
     lib.dll.aiGetErrorString.restype = ctypes.c_char_p
     return lib
 
 
-def load_scene(path: str | Path | None = None) -> SceneAsset:
+def is_gltf(path: Path) -> bool:
+    """glTF by name (.gltf/.glb) or by content (GLB magic, or a JSON object, which Assimp would also sniff)."""
+    if path.suffix.lower() in (".gltf", ".glb"):
+        return True
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    return head[:4] == b"glTF" or head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+
+
+def isolation_default() -> bool:
+    """``VKMORPH_ISOLATE=1|0`` in the environment, else on (see ``load_scene``)."""
+    v = os.environ.get(ISOLATE_ENV, "")
+    return v not in ("0", "false", "no") if v else ISOLATE_DEFAULT
+
+
+def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate: bool | None = None,
+               allow_external_uris: bool | None = None) -> SceneAsset:
     """Import ``path`` (glTF/GLB primary, FBX and anything Assimp reads) and validate it.
 
     ``None`` loads the built-in default scene (red morph-only, blue skin-only, purple both; seed 003).
     Raises ``AssetError`` with file/mesh/primitive/target/index for any bad input; never half a scene.
+
+    - glTF/GLB files are read and structurally validated by vkmorph first (``validate=False`` skips that, for
+      tests); data vkmorph repairs on purpose is reported with an ``AssetWarning``.
+    - ``isolate``: import in a child process so that a native crash in Assimp becomes
+      "the importer crashed on FILE (signal SIGFPE)"; default from ``VKMORPH_ISOLATE``, else on.
+    - ``allow_external_uris``: let buffer/image URIs leave the model's folder (absolute paths, ``..``);
+      default from ``VKMORPH_ALLOW_EXTERNAL_URIS``, else refused.
     """
-    path = default_scene_path() if path is None else Path(path)
+    path = default_scene_path() if path is None else path
+    if not isinstance(path, (str, os.PathLike)):
+        raise UsageError(f"load_scene needs a file path (str or os.PathLike), not {type(path).__name__}")
+    path = Path(path)
     file = str(path)
     if not path.exists():
         raise AssetError("file not found", file=file)
     if not path.is_file():
         raise AssetError("not a regular file", file=file)
     try:
-        with open(path, "rb") as fh:
-            fh.read(1)
+        gltf = is_gltf(path)
     except OSError as exc:
         raise AssetError(f"unreadable: {exc.strerror}", file=file) from None
+    if gltf:
+        with np.errstate(all="ignore"):
+            doc = GltfDocument(path, allow_external_uris=allow_external_uris)
+            if validate:
+                validate_gltf(doc)
+    if (isolate if isolate is not None else isolation_default()) and can_isolate():
+        return run_isolated(import_with_assimp, file, file=file)
+    return import_with_assimp(file)
+
+
+def import_with_assimp(file: str) -> SceneAsset:
+    """Assimp import, conversion to the data model and ``validate_scene`` (what ``isolate`` runs in a child)."""
     lib = _assimp()
-    ptr = lib.load(file.encode(), IMPORT_FLAGS)  # aiImportFile(path, flags)
+    ptr = lib.load(os.fsencode(file), IMPORT_FLAGS)  # aiImportFile(path, flags)
     if not ptr:
         msg = (lib.dll.aiGetErrorString() or b"unknown error").decode(errors="replace").strip()
         raise AssetError(f"Assimp cannot import it: {msg.splitlines()[0] if msg else 'unknown error'}", file=file)
@@ -80,10 +136,12 @@ def load_scene(path: str | Path | None = None) -> SceneAsset:
         raw = ptr.contents
         if raw.mFlags & _SCENE_FLAGS_INCOMPLETE or not raw.mRootNode:
             raise AssetError("incomplete scene (no meshes or truncated file)", file=file)
-        scene = _convert(raw, file)
+        with np.errstate(all="ignore"):  # NaN/inf from bad data are reported by validate_scene, not warned
+            scene = _convert(raw, file)
     finally:
         lib.release(ptr)
-    validate_scene(scene)
+    with np.errstate(all="ignore"):
+        validate_scene(scene)
     return scene
 
 
@@ -124,7 +182,7 @@ def _convert(raw, file: str) -> SceneAsset:
         local: dict[bytes, int] = {}
         for i in key:
             if i in pending_skins:
-                joints, ibm = pending_skins[i]
+                joints, ibm = _rigid_joint(prims[i], *pending_skins[i], node_meshes, key)
                 k = joints.tobytes() + np.round(ibm, 6).tobytes()
                 if k not in local:
                     local[k] = len(skins)
@@ -246,7 +304,8 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
         bad = int(np.flatnonzero(indices >= V)[0])
         raise AssetError(f"index out of range (vertex count {V})", index=bad, **where)
     file_normals = A.vec3_array(mesh.mNormals, V)
-    normals = file_normals if file_normals is not None else vertex_normals(pos, indices)
+    computed_normals = area_weighted_normals(pos, indices)   # also the base of derived target normal deltas
+    normals = file_normals if file_normals is not None else computed_normals.astype(np.float32)
     uv3 = A.vec3_array(mesh.mTextureCoords[0], V)
     uv = uv3[:, :2] if uv3 is not None else None
     file_tangents = A.vec3_array(mesh.mTangents, V)
@@ -285,18 +344,34 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
             raise AssetError("target has no positions", target=tname or k, **where)
         an = A.vec3_array(am.mNormals, V)
         at = A.vec3_array(am.mTangents, V)
+        dpos = (apos - pos).astype(np.float32)
+        derive = an is None or file_normals is None
         targets.append(MorphTargetAsset(
             name=tname or f"target_{k}",
-            position_deltas=(apos - pos).astype(np.float32),
-            normal_deltas=(an - normals).astype(np.float32) if an is not None and file_normals is not None
-            else None,
+            position_deltas=dpos,
+            normal_deltas=derived_normal_deltas(pos, indices, dpos, computed_normals) if derive
+            else (an - normals).astype(np.float32),
             tangent_deltas=(at - file_tangents).astype(np.float32) if at is not None and file_tangents is not None
             else None,
-            generated_name=not tname))
+            generated_name=not tname, normals_derived=derive))
         weights.append(am.mWeight)
     prim.morph_targets = targets
     prim.default_weights = np.array(weights, np.float32) if targets else None
     return prim
+
+
+def _rigid_joint(prim, joints, ibm, node_meshes, key):
+    """Vertices of a skinned primitive with no influence at all move rigidly with their mesh node: they get one
+    extra joint, the (first) node instancing the mesh with an identity inverse bind, so their skin matrix
+    inverse(mesh world) x mesh world x I is the identity."""
+    rigid = prim.vertices["weights"].sum(axis=1) == 0
+    prim.unweighted_vertices = int(rigid.sum())
+    if not prim.unweighted_vertices:
+        return joints, ibm
+    node = next((n for n, idxs in enumerate(node_meshes) if idxs == key), 0)
+    prim.vertices["joints"][rigid] = (len(joints), 0, 0, 0)
+    prim.vertices["weights"][rigid] = (1.0, 0.0, 0.0, 0.0)
+    return np.append(joints, node), np.concatenate([ibm, np.eye(4)[None]])
 
 
 def _skin(bones, verts, name_to_node, where) -> tuple[np.ndarray, np.ndarray, int]:

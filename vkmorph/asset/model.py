@@ -1,4 +1,4 @@
-"""The CPU scene data model (seed 000 / DESIGN.md). Plain dataclasses over numpy arrays; no Vulkan here.
+"""The CPU scene data model (seed 000; docs/architecture.md). Plain dataclasses over numpy arrays; no Vulkan here.
 
 Vertex arrays are numpy structured arrays whose layout is exactly the vertex buffer's (tightly packed, 4-byte
 fields), so the same bytes go to the GPU unchanged and the morph shader addresses fields in 32-bit words.
@@ -31,6 +31,8 @@ class MorphTargetAsset:
     normal_deltas: np.ndarray | None = None   # (V, 3) float32
     tangent_deltas: np.ndarray | None = None  # (V, 3) float32
     generated_name: bool = False              # True when the file had no name and one was made up
+    normals_derived: bool = False             # True when the file had no normal deltas and the importer derived
+                                              # them from the positions (asset.geometry.derived_normal_deltas)
 
 
 @dataclass
@@ -43,6 +45,8 @@ class MeshPrimitiveAsset:
     base_color: tuple[float, float, float, float] = (0.8, 0.8, 0.8, 1.0)
     name: str = ""
     truncated_influences: int = 0             # vertices that had more than four non-zero influences
+    unweighted_vertices: int = 0              # vertices of a skinned primitive with no influence: imported rigid
+                                              # with the mesh node (through an added joint, see importer)
 
     @property
     def vertex_count(self) -> int:
@@ -85,9 +89,6 @@ class NodeAsset:
     mesh: int | None = None
     skin: int | None = None
     default_weights: np.ndarray | None = None
-
-
-INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")
 
 
 @dataclass

@@ -2,68 +2,141 @@
 
 Global memory barriers (VkMemoryBarrier) are used: on every desktop driver they cost the same as buffer
 barriers for the whole range and the synchronization validation layer understands them exactly.
+
+Each barrier is a ``Barrier`` value (stages and access masks, legacy and synchronization2 forms) so a host can
+be handed the barrier vkmorph would record and merge it with its own; ``record(cb, barrier)`` records it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .vk import vk
 
 S = vk  # short alias for stage/access constants below
 
 
-def _barrier(cb, src_stage: int, src_access: int, dst_stage: int, dst_access: int) -> None:
-    mb = vk.VkMemoryBarrier(srcAccessMask=src_access, dstAccessMask=dst_access)
-    vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 1, [mb], 0, None, 0, None)
+@dataclass(frozen=True)
+class Barrier:
+    """One global memory dependency: ``src_*`` must happen-before and be visible to ``dst_*``."""
+
+    name: str
+    src_stage: int
+    src_access: int
+    dst_stage: int
+    dst_access: int
+    # synchronization2 (VkMemoryBarrier2) form: finer stages/accesses where sync2 has them; same otherwise
+    src_stage2: int = 0
+    src_access2: int = 0
+    dst_stage2: int = 0
+    dst_access2: int = 0
+
+    def memory_barrier(self):
+        return vk.VkMemoryBarrier(srcAccessMask=self.src_access, dstAccessMask=self.dst_access)
+
+    def memory_barrier2(self):
+        """A VkMemoryBarrier2 for vkCmdPipelineBarrier2 (Vulkan 1.3 or VK_KHR_synchronization2)."""
+        return vk.VkMemoryBarrier2(srcStageMask=self.src_stage2 or self.src_stage,
+                                   srcAccessMask=self.src_access2 or self.src_access,
+                                   dstStageMask=self.dst_stage2 or self.dst_stage,
+                                   dstAccessMask=self.dst_access2 or self.dst_access)
+
+
+def record(cb, b: Barrier) -> int:
+    """Record ``b`` into ``cb`` with vkCmdPipelineBarrier; returns 1 (for barrier counters)."""
+    vk.vkCmdPipelineBarrier(cb, b.src_stage, b.dst_stage, 0, 1, [b.memory_barrier()], 0, None, 0, None)
+    return 1
+
+
+def _b(name, src_stage, src_access, dst_stage, dst_access, **sync2) -> Barrier:
+    return Barrier(name, src_stage, src_access, dst_stage, dst_access, **sync2)
+
+
+TRANSFER_TO_COMPUTE = _b(
+    "transfer write -> compute read",  # weights/inputs written by vkCmdUpdateBuffer/copy, read by the dispatch
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT)
+COMPUTE_TO_VERTEX = _b(
+    "compute write -> vertex input",  # glMemoryBarrier(VERTEX_ATTRIB_ARRAY): output read as vertices (+ VS storage)
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT | S.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
+    S.VK_ACCESS_VERTEX_ATTRIBUTE_READ_BIT | S.VK_ACCESS_SHADER_READ_BIT,
+    src_access2=S.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+    dst_stage2=S.VK_PIPELINE_STAGE_2_VERTEX_ATTRIBUTE_INPUT_BIT | S.VK_PIPELINE_STAGE_2_VERTEX_SHADER_BIT,
+    dst_access2=S.VK_ACCESS_2_VERTEX_ATTRIBUTE_READ_BIT | S.VK_ACCESS_2_SHADER_STORAGE_READ_BIT)
+COMPUTE_TO_COMPUTE = _b(
+    "compute write -> compute read",  # one dispatch feeds the next (host skinning, capture kernel, AS build input)
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT | S.VK_ACCESS_SHADER_WRITE_BIT,
+    src_access2=S.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+    dst_access2=S.VK_ACCESS_2_SHADER_STORAGE_READ_BIT | S.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT)
+COMPUTE_TO_TRANSFER = _b(
+    "compute write -> transfer read",  # a dispatch's output copied out (readback, capture, host copies)
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_READ_BIT,
+    src_access2=S.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+    dst_stage2=S.VK_PIPELINE_STAGE_2_COPY_BIT)
+PREVIOUS_FRAME_TO_MORPH = _b(
+    # Frames in flight, one output slot: earlier weight updates/dispatches/draws must finish with the weights and
+    # morph outputs before this frame's vkCmdUpdateBuffer and dispatches overwrite them (WAR and WAW, one barrier).
+    "previous frame -> morph writes",
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT | S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+    | S.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT | S.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
+    S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT | S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT)
+PREVIOUS_MORPH_TO_MORPH = _b(
+    # Frames in flight, one output slot per frame: only earlier uploads/dispatches (shared weights, and this slot's
+    # previous compute write) are waited for; earlier draws of this slot are the host's fence wait for that frame.
+    "previous morph -> morph writes",
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT | S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT | S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT)
+TRANSFER_TO_ALL = _b(
+    "transfer write -> everything",  # after a staging upload: every later use (compute, vertex, index, copy)
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, S.VK_ACCESS_MEMORY_READ_BIT | S.VK_ACCESS_MEMORY_WRITE_BIT)
+ALL_TO_TRANSFER_READ = _b(
+    "everything -> transfer read",  # before a readback copy: whatever wrote the buffer is complete and visible
+    S.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, S.VK_ACCESS_MEMORY_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_READ_BIT)
+TRANSFER_TO_HOST = _b(
+    "transfer write -> host read",  # the copied bytes are visible to the CPU once the fence signals
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_HOST_BIT, S.VK_ACCESS_HOST_READ_BIT)
+
+# where the morph output goes next -> the final barrier MorphRuntime.record() records
+CONSUMERS = {"vertex": COMPUTE_TO_VERTEX, "compute": COMPUTE_TO_COMPUTE, "transfer": COMPUTE_TO_TRANSFER}
 
 
 def transfer_write_to_compute_read(cb) -> None:
-    """Weights/inputs written by vkCmdUpdateBuffer/copy must land before the morph dispatch reads them."""
-    _barrier(cb, S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
-             S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT)
+    record(cb, TRANSFER_TO_COMPUTE)
 
 
 def compute_write_to_vertex_read(cb) -> None:
-    """glMemoryBarrier(VERTEX_ATTRIB_ARRAY) replacement: morph output is read as vertices (and storage in VS)."""
-    _barrier(cb, S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT,
-             S.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT | S.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
-             S.VK_ACCESS_VERTEX_ATTRIBUTE_READ_BIT | S.VK_ACCESS_SHADER_READ_BIT)
+    record(cb, COMPUTE_TO_VERTEX)
 
 
 def compute_write_to_transfer_read(cb) -> None:
-    """A dispatch's output must be complete before it is copied out (readback, capture)."""
-    _barrier(cb, S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT,
-             S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_READ_BIT)
+    record(cb, COMPUTE_TO_TRANSFER)
 
 
 def compute_write_to_compute_read(cb) -> None:
-    """One dispatch feeds the next (e.g. morph output read by the skinning capture kernel)."""
-    _barrier(cb, S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT,
-             S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT | S.VK_ACCESS_SHADER_WRITE_BIT)
+    record(cb, COMPUTE_TO_COMPUTE)
 
 
 def previous_frame_to_morph_writes(cb) -> None:
-    """Frames in flight: earlier weight updates/dispatches/draws must finish with the weights and morph
-    outputs before this frame's vkCmdUpdateBuffer and dispatches overwrite them (WAR and WAW, one barrier)."""
-    _barrier(cb, S.VK_PIPELINE_STAGE_TRANSFER_BIT | S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-             | S.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT | S.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
-             S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT,
-             S.VK_PIPELINE_STAGE_TRANSFER_BIT | S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-             S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT)
+    record(cb, PREVIOUS_FRAME_TO_MORPH)
 
 
 def transfer_write_to_all(cb) -> None:
-    """After a staging upload: every later use (compute, vertex, index, transfer) sees the data."""
-    _barrier(cb, S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
-             S.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, S.VK_ACCESS_MEMORY_READ_BIT | S.VK_ACCESS_MEMORY_WRITE_BIT)
+    record(cb, TRANSFER_TO_ALL)
 
 
 def all_to_transfer_read(cb) -> None:
-    """Before a readback copy: whatever wrote the buffer earlier (any stage) is complete and visible."""
-    _barrier(cb, S.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, S.VK_ACCESS_MEMORY_WRITE_BIT,
-             S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_READ_BIT)
+    record(cb, ALL_TO_TRANSFER_READ)
 
 
 def transfer_write_to_host_read(cb) -> None:
-    """The copied bytes must be visible to the CPU once the fence signals."""
-    _barrier(cb, S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
-             S.VK_PIPELINE_STAGE_HOST_BIT, S.VK_ACCESS_HOST_READ_BIT)
+    record(cb, TRANSFER_TO_HOST)

@@ -2,12 +2,19 @@
 
 Two ways in, modelled on Kompute's optional ownership:
 
-* ``Context.create(...)`` creates and owns everything and destroys it in ``destroy()``.
-* ``Context.from_external(instance, physical_device, device, queue, queue_family_index)`` wraps a user's handles,
-  owns none of them, and only ever destroys the objects vkmorph itself created (command pool, buffers, ...).
+* ``Context.create(...)`` creates and owns everything and destroys it in ``destroy()``. Only an owned context
+  offers the blocking conveniences (``submit_and_wait``, ``wait_idle``, uploads that submit at once).
+* ``Context.from_external(instance, physical_device, device, queue, queue_family_index)`` wraps a host's handles,
+  owns none of them, checks that they meet vkmorph's requirements, and never submits to the host's queue or
+  waits on its device: uploads are queued and recorded into the host's command buffer (``record_pending``),
+  and objects are released when the host reports that the work that used them completed (``completed``).
 
-Every child object vkmorph creates registers itself with the context; ``destroy()`` releases whatever is still
-alive in reverse creation order, so nothing leaks even when a caller forgets a ``destroy()``.
+Ownership (one model): every Vulkan object vkmorph creates registers itself with its Context (``track``) and
+unregisters when destroyed; composite objects destroy their parts in reverse creation order; ``destroy()``
+releases whatever is still alive in reverse creation order. ``live_children`` is the leak detector the test
+fixtures check after every GPU test. Work is identified by *serials*: each recording into a host command buffer
+gets the next serial; ``completed(serial)`` (the host saying that work finished) releases staging buffers and
+objects whose destruction was deferred until then (``retire``).
 """
 
 from __future__ import annotations
@@ -17,8 +24,12 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import GpuError
+from ..errors import GpuError, UsageError
 from .vk import ffi, vk
+
+API_VERSION = (1, 2)            # the SPIR-V is compiled for the Vulkan 1.2 environment
+REQUIRED_FEATURES: tuple[str, ...] = ()   # VkPhysicalDeviceFeatures fields the kernels need (none today)
+OUTPUT_ALIGNMENT = 256          # morph outputs sit at 256-byte offsets bound as storage buffers
 
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 # Cross-submission hazards (frames in flight) are only checked with this layer switch, which
@@ -41,6 +52,16 @@ _SEVERITY_NAMES = {
 }
 
 
+# command buffers vkmorph allocated (owned contexts): address -> (context, "unknown" | "recording" | "executable"),
+# so record() can refuse one of another Context, and one that is not recording when it was begun and ended
+# through Context.begin/end (raw vkBeginCommandBuffer calls are invisible). Host command buffers are unknown.
+_COMMAND_BUFFERS: dict[int, tuple[Context, str]] = {}
+
+
+def _cb_key(cb) -> int:
+    return int(ffi.cast("uintptr_t", cb))
+
+
 def validation_requested(default: bool = False) -> bool:
     """``VKMORPH_VALIDATION=1|0`` overrides ``default`` (tests default to on, everything else to off)."""
     value = os.environ.get("VKMORPH_VALIDATION")
@@ -61,6 +82,13 @@ class ValidationMessage:
 
 @dataclass
 class _Tracked:
+    name: str
+    destroy: Callable[[], None]
+
+
+@dataclass
+class _Retiring:
+    serial: int
     name: str
     destroy: Callable[[], None]
 
@@ -105,6 +133,27 @@ class Context:
         self._echo = False
         self._extra_instance_extensions: list[str] = []
         self._extra_device_extensions: list[str] = []
+        self.pipeline_cache = None       # the host's VkPipelineCache (or None)
+        self.allocator = None            # memory.Allocator, made with the first buffer
+        self._set_name_fn = None         # vkSetDebugUtilsObjectNameEXT when debug utils are enabled
+        self._serial = 0                 # last serial handed out
+        self._completed = 0              # every serial <= this one has finished on the GPU
+        self._retiring: list[_Retiring] = []
+        self._pending: list[Callable[[object], None]] = []   # uploads waiting for a host command buffer
+        self._finalizers: list[Callable[[], None]] = []      # run after all children (memory blocks)
+
+    @property
+    def owned(self) -> bool:
+        """True when vkmorph created the device (Context.create): blocking conveniences are allowed."""
+        return self._owns_device
+
+    @property
+    def destroyed(self) -> bool:
+        return self._destroyed
+
+    def check_alive(self, what: str = "this call") -> None:
+        if self._destroyed:
+            raise UsageError(f"{what}: the vkmorph Context was destroyed; create a new Context")
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -135,23 +184,78 @@ class Context:
             self._create_device()
             self._owns_device = True
             self._finish_init()
+            if self._messenger is not None:
+                self._set_name_fn = vk.vkGetInstanceProcAddr(self.instance, "vkSetDebugUtilsObjectNameEXT")
         except BaseException:
             self.destroy()
             raise
         return self
 
     @classmethod
-    def from_external(cls, instance, physical_device, device, queue, queue_family_index: int) -> Context:
-        """Wrap a user's handles. vkmorph never destroys them; only what it creates is released in destroy()."""
+    def from_external(cls, instance, physical_device, device, queue, queue_family_index: int, *,
+                      api_version: int | None = None, enabled_features=None, graphics: bool = False,
+                      pipeline_cache=None, debug_utils: bool = False) -> Context:
+        """Wrap a host's handles. vkmorph never destroys them, never submits to ``queue`` and never waits on
+        ``device``; only what it creates is released, in destroy().
+
+        Checked, each failure one UsageError saying what the host must change: ``api_version`` (the
+        VkApplicationInfo.apiVersion the host created its instance with; the device's is checked too) is at
+        least 1.2; ``queue_family_index`` exists and supports compute (and graphics when ``graphics=True``, i.e.
+        vkmorph's SceneRenderer will draw); ``enabled_features`` (the VkPhysicalDeviceFeatures the host enabled;
+        when None the device's supported features are checked) has every feature in REQUIRED_FEATURES; the
+        device's minStorageBufferOffsetAlignment divides 256. ``pipeline_cache``: the host's VkPipelineCache,
+        used for every pipeline vkmorph creates. ``debug_utils=True`` when the host enabled VK_EXT_debug_utils:
+        vkmorph then names its objects ("vkmorph: morph deltas").
+        """
         self = cls()
         self.instance, self.physical_device, self.device, self.queue = instance, physical_device, device, queue
-        self.queue_family_index = int(queue_family_index)
+        if device is None or queue is None or physical_device is None or instance is None:
+            raise UsageError("Context.from_external: instance, physical_device, device and queue are required")
+        try:
+            self.queue_family_index = int(queue_family_index)
+        except (TypeError, ValueError):
+            raise UsageError(f"Context.from_external: queue_family_index must be an int, "
+                             f"got {queue_family_index!r}") from None
+        self._check_external(api_version, enabled_features, graphics)
+        self.pipeline_cache = pipeline_cache
         try:
             self._finish_init()
+            if debug_utils:
+                self._set_name_fn = vk.vkGetInstanceProcAddr(self.instance, "vkSetDebugUtilsObjectNameEXT")
         except BaseException:
             self.destroy()
             raise
         return self
+
+    def _check_external(self, api_version: int | None, enabled_features, graphics: bool) -> None:
+        need = vk.VK_MAKE_VERSION(*API_VERSION, 0)
+        props = vk.vkGetPhysicalDeviceProperties(self.physical_device)
+        for what, v in (("the instance (VkApplicationInfo.apiVersion)", api_version),
+                        ("the physical device", props.apiVersion)):
+            if v is not None and vk.VK_MAKE_VERSION(vk.VK_VERSION_MAJOR(v), vk.VK_VERSION_MINOR(v), 0) < need:
+                raise UsageError(f"vkmorph needs Vulkan {API_VERSION[0]}.{API_VERSION[1]}; {what} uses "
+                                 f"{_version_str(v)}: create it with apiVersion >= VK_API_VERSION_1_2")
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical_device)
+        qfi = self.queue_family_index
+        if not 0 <= qfi < len(families):
+            raise UsageError(f"queue family {qfi} does not exist (the device has {len(families)})")
+        flags = families[qfi].queueFlags
+        if not flags & vk.VK_QUEUE_COMPUTE_BIT:
+            raise UsageError(f"queue family {qfi} does not support compute: vkmorph records compute dispatches; "
+                             "pass a queue from a family with VK_QUEUE_COMPUTE_BIT")
+        if graphics and not flags & vk.VK_QUEUE_GRAPHICS_BIT:
+            raise UsageError(f"queue family {qfi} does not support graphics, which the renderer needs: pass a "
+                             "queue from a family with VK_QUEUE_GRAPHICS_BIT")
+        feats = enabled_features if enabled_features is not None else \
+            vk.vkGetPhysicalDeviceFeatures(self.physical_device)
+        missing = [f for f in REQUIRED_FEATURES if not getattr(feats, f)]
+        if missing:
+            raise UsageError(f"the device must be created with VkPhysicalDeviceFeatures {', '.join(missing)} "
+                             "enabled (vkmorph's kernels use them)")
+        align = props.limits.minStorageBufferOffsetAlignment
+        if OUTPUT_ALIGNMENT % align:
+            raise UsageError(f"minStorageBufferOffsetAlignment {align} does not divide {OUTPUT_ALIGNMENT}: "
+                             "vkmorph cannot bind its output ranges on this device")
 
     def _finish_init(self) -> None:
         props = vk.vkGetPhysicalDeviceProperties(self.physical_device)
@@ -170,10 +274,11 @@ class Context:
                     "minStorageBufferOffsetAlignment": lim.minStorageBufferOffsetAlignment},
         )
         self._memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
-        self.command_pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
-            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-            queueFamilyIndex=self.queue_family_index), None)
-        self._fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
+        if self._owns_device:  # only owned contexts submit work of their own
+            self.command_pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
+                flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                queueFamilyIndex=self.queue_family_index), None)
+            self._fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
 
     def _create_instance(self, app_name: str) -> None:
         try:
@@ -293,10 +398,20 @@ class Context:
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family_index, 0)
 
     # ------------------------------------------------------------------ children & memory
+    def set_name(self, handle, object_type: int, name: str) -> None:
+        """Name a Vulkan object "vkmorph: <name>" for validation messages and captures (when debug utils are on)."""
+        if self._set_name_fn is None or handle is None:
+            return
+        label = f"vkmorph: {name}".encode()
+        info = vk.VkDebugUtilsObjectNameInfoEXT(objectType=object_type,
+                                                objectHandle=int(ffi.cast("uint64_t", handle)),
+                                                pObjectName=label)
+        self._set_name_fn(self.device, info)
+
     def track(self, name: str, destroy: Callable[[], None]) -> int:
         """Register a child object's destroy function; returns a key for ``untrack``."""
         if self._destroyed:
-            raise GpuError(f"cannot create {name}: the context is destroyed")
+            raise UsageError(f"cannot create {name}: the vkmorph Context was destroyed")
         key = self._next_child
         self._next_child += 1
         self._children[key] = _Tracked(name, destroy)
@@ -307,7 +422,98 @@ class Context:
 
     @property
     def live_children(self) -> list[str]:
+        """Objects created and not yet destroyed (excluding those waiting for a completion): the leak list."""
         return [t.name for t in self._children.values()]
+
+    @property
+    def retiring(self) -> list[str]:
+        """Objects destroyed by their owner but kept until the host reports that their last use completed."""
+        return [r.name for r in self._retiring]
+
+    def add_finalizer(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` in destroy() after every child is gone (e.g. freeing the memory blocks buffers live in)."""
+        self._finalizers.append(fn)
+
+    # ------------------------------------------------------------------ serials and completion
+    @property
+    def last_serial(self) -> int:
+        """The serial of the latest work vkmorph recorded (0: none yet)."""
+        return self._serial
+
+    @property
+    def completed_serial(self) -> int:
+        return self._completed
+
+    def next_serial(self) -> int:
+        """A new serial for work about to be recorded into a command buffer."""
+        self._serial += 1
+        return self._serial
+
+    def completed(self, serial: int | None = None) -> None:
+        """The host reports that all vkmorph work up to ``serial`` (default: all recorded so far) finished on the
+        GPU (its fence signalled, or it waited for the queue/device). Releases what was waiting for it."""
+        self.check_alive("completed()")
+        s = self._serial if serial is None else int(serial)
+        if s > self._serial:
+            raise UsageError(f"completed({s}): vkmorph has recorded work only up to serial {self._serial}")
+        self._completed = max(self._completed, s)
+        due = [r for r in self._retiring if r.serial <= self._completed]
+        self._retiring = [r for r in self._retiring if r.serial > self._completed]
+        for r in reversed(due):
+            r.destroy()
+
+    def retire(self, name: str, destroy: Callable[[], None], serial: int | None = None) -> None:
+        """Destroy now if work up to ``serial`` (default: the latest) is known complete, else when the host
+        reports it (``completed``), or in destroy()."""
+        s = self._serial if serial is None else serial
+        if s <= self._completed or self._destroyed:
+            destroy()
+        else:
+            self._retiring.append(_Retiring(s, name, destroy))
+
+    # ------------------------------------------------------------------ uploads
+    def queue_upload(self, record: Callable[[object], None], name: str, release: Callable[[], None],
+                     target: object = None) -> None:
+        """An upload (copy from a staging buffer vkmorph made): owned contexts submit it at once and wait;
+        borrowed ones keep it until the host's next command buffer (``record_pending``) and call ``release``
+        when the host reports that buffer completed."""
+        if self._owns_device:
+            try:
+                self.submit_and_wait(record)
+            finally:
+                release()
+            return
+        self._pending.append((record, name, release, target))
+
+    def cancel_uploads(self, target: object) -> None:
+        """Drop queued uploads into ``target`` (destroyed before the host recorded them), freeing their staging."""
+        keep = []
+        for p in self._pending:
+            if p[3] is target:
+                p[2]()
+            else:
+                keep.append(p)
+        self._pending = keep
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def record_pending(self, cb) -> int:
+        """Record the queued uploads into the host's ``cb`` (followed by one transfer -> everything barrier);
+        returns how many. Their staging buffers are released when the host reports the serial complete."""
+        if not self._pending:
+            return 0
+        from . import barriers  # barriers imports only vk; local import keeps context.py free of cycles
+
+        pending, self._pending = self._pending, []
+        serial = self.next_serial()
+        for record, *_ in pending:
+            record(cb)
+        barriers.record(cb, barriers.TRANSFER_TO_ALL)
+        for _, name, release, _ in pending:
+            self.retire(f"staging for {name}", release, serial)
+        return len(pending)
 
     def find_memory_type(self, type_bits: int, required: int, preferred: int = 0) -> int:
         """Index of a memory type allowed by ``type_bits`` with the ``required`` property flags.
@@ -328,29 +534,78 @@ class Context:
             raise GpuError(f"no memory type with property flags 0x{required:x} in type bits 0x{type_bits:x}")
         return best
 
-    # ------------------------------------------------------------------ commands
+    # ------------------------------------------------------------------ commands (owned contexts only)
+    def _require_owned(self, what: str) -> None:
+        self.check_alive(what)
+        if not self._owns_device:
+            raise UsageError(f"{what} submits or waits, which vkmorph never does on a borrowed device: record "
+                             "into your own command buffer instead (see docs/embedding.md)")
+
     def allocate_command_buffer(self):
-        return vk.vkAllocateCommandBuffers(self.device, vk.VkCommandBufferAllocateInfo(
+        self._require_owned("allocate_command_buffer")
+        cb = vk.vkAllocateCommandBuffers(self.device, vk.VkCommandBufferAllocateInfo(
             commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
+        _COMMAND_BUFFERS[_cb_key(cb)] = (self, "unknown")  # begun with raw vk calls: state not visible
+        return cb
 
     def free_command_buffer(self, cb) -> None:
+        _COMMAND_BUFFERS.pop(_cb_key(cb), None)
         vk.vkFreeCommandBuffers(self.device, self.command_pool, 1, [cb])
 
+    def begin(self, cb, flags: int = 0) -> None:
+        """vkBeginCommandBuffer on a command buffer of this context (tracked, so misuse is caught)."""
+        vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo(flags=flags))
+        _COMMAND_BUFFERS[_cb_key(cb)] = (self, "recording")
+
+    def end(self, cb) -> None:
+        vk.vkEndCommandBuffer(cb)
+        _COMMAND_BUFFERS[_cb_key(cb)] = (self, "executable")
+
+    def check_command_buffer(self, cb, what: str) -> None:
+        """UsageError unless ``cb`` can take this context's commands: a VkCommandBuffer handle, not one vkmorph
+        allocated for another Context, and recording when vkmorph knows its state. A host's own command buffers
+        cannot be inspected: record() requires them recording, outside a render pass, from a compute-capable
+        pool of this device's queue family (docs/embedding.md)."""
+        self.check_alive(what)
+        if cb is None:
+            raise UsageError(f"{what}: pass the VkCommandBuffer you are recording (after vkBeginCommandBuffer), "
+                             "not None")
+        try:
+            cname = ffi.typeof(cb).cname
+        except TypeError:
+            cname = type(cb).__name__
+        if "VkCommandBuffer" not in cname:
+            raise UsageError(f"{what}: expected a VkCommandBuffer handle, got {cname}")
+        known = _COMMAND_BUFFERS.get(_cb_key(cb))
+        if known is None:
+            return
+        owner, state = known
+        if owner is not self:
+            raise UsageError(f"{what}: this command buffer belongs to another vkmorph Context (device "
+                             f"{owner.info.name if owner.info else '?'}); record into one of this context's device")
+        if state == "executable":
+            raise UsageError(f"{what}: the command buffer is not recording ({state}): call vkBeginCommandBuffer "
+                             "first")
+
     def submit_and_wait(self, record: Callable[[object], None], timeout_s: float = 60.0) -> None:
-        """One-shot: record into a fresh command buffer, submit, wait on a fence, free it."""
+        """Blocking convenience of owned contexts: record into a fresh command buffer (after any queued
+        uploads), submit, wait on a fence, free it. Marks all vkmorph work recorded so far as complete."""
+        self._require_owned("submit_and_wait")
         cb = self.allocate_command_buffer()
         try:
-            vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo(
-                flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+            self.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
             record(cb)
-            vk.vkEndCommandBuffer(cb)
+            self.end(cb)
+            last = self._serial
             self.submit([cb], fence=self._fence)
             self.wait_fence(self._fence, timeout_s)
+            self.completed(last)  # the fence covers everything submitted earlier to this queue
         finally:
             self.free_command_buffer(cb)
 
     def submit(self, command_buffers: list, fence=None, wait_semaphores=(), wait_stages=(),
                signal_semaphores=()) -> None:
+        self._require_owned("submit")
         info = vk.VkSubmitInfo(
             waitSemaphoreCount=len(wait_semaphores), pWaitSemaphores=list(wait_semaphores) or None,
             pWaitDstStageMask=list(wait_stages) or None,
@@ -359,6 +614,7 @@ class Context:
         vk.vkQueueSubmit(self.queue, 1, [info], fence if fence is not None else vk.VK_NULL_HANDLE)
 
     def wait_fence(self, fence, timeout_s: float = 60.0) -> None:
+        self._require_owned("wait_fence")
         try:
             vk.vkWaitForFences(self.device, 1, [fence], vk.VK_TRUE, int(timeout_s * 1e9))
         except vk.VkTimeout:
@@ -366,8 +622,10 @@ class Context:
         vk.vkResetFences(self.device, 1, [fence])
 
     def wait_idle(self) -> None:
-        if self.device is not None:
-            vk.vkDeviceWaitIdle(self.device)
+        """Owned contexts: wait for the device, then everything vkmorph recorded is complete."""
+        self._require_owned("wait_idle")
+        vk.vkDeviceWaitIdle(self.device)
+        self.completed()
 
     # ------------------------------------------------------------------ validation
     def errors_and_warnings(self) -> list[ValidationMessage]:
@@ -377,21 +635,40 @@ class Context:
         self.messages.clear()
 
     # ------------------------------------------------------------------ teardown
-    def destroy(self) -> None:
-        """Release everything vkmorph created (idempotent); borrowed handles are left to their owner."""
+    def destroy(self, *, host_idle: bool = False) -> None:
+        """Release everything vkmorph created (idempotent); borrowed handles are left to their owner.
+
+        Owned contexts wait for their device first. A borrowed context never waits: the host must have
+        reported completion of all vkmorph work (``completed()``) or pass ``host_idle=True`` (it waited for
+        its queue or device itself); otherwise UsageError, and nothing is destroyed.
+        """
         if self._destroyed:
             return
+        if self.device is not None and not self._owns_device and not host_idle and self._completed < self._serial:
+            raise UsageError(f"Context.destroy(): vkmorph work up to serial {self._serial} may still run on your "
+                             f"queue (completed: {self._completed}); wait for your fences, then call "
+                             "ctx.completed() or ctx.destroy(host_idle=True)")
         self._destroyed = True
         if self.device is not None:
-            try:
-                vk.vkDeviceWaitIdle(self.device)
-            except vk.VkError:
-                pass
+            if self._owns_device:
+                try:
+                    vk.vkDeviceWaitIdle(self.device)
+                except vk.VkError:
+                    pass
+            self._pending.clear()
+            retiring, self._retiring = self._retiring, []
+            for r in reversed(retiring):
+                r.destroy()
             for key in sorted(self._children, reverse=True):
                 self._children.pop(key).destroy()
+            for fn in reversed(self._finalizers):
+                fn()
+            self._finalizers.clear()
             if self._fence is not None:
                 vk.vkDestroyFence(self.device, self._fence, None)
             if self.command_pool is not None:
+                for k in [k for k, (c, _) in _COMMAND_BUFFERS.items() if c is self]:
+                    del _COMMAND_BUFFERS[k]
                 vk.vkDestroyCommandPool(self.device, self.command_pool, None)
             if self._owns_device:
                 vk.vkDestroyDevice(self.device, None)

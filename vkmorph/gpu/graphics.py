@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .context import Context
 from .pipeline import create_shader_module
-from .vk import WHOLE_SIZE, vk
+from .vk import WHOLE_SIZE, call, vk
 
 
 class ObjectGroup:
@@ -44,18 +44,18 @@ def set_layout(ctx: Context, group: ObjectGroup, bindings: Sequence[tuple[int, i
     b = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=t, descriptorCount=1, stageFlags=s)
          for i, t, s in bindings]
     info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(b), pBindings=b)
-    return group.add(vk.vkDestroyDescriptorSetLayout, vk.vkCreateDescriptorSetLayout(ctx.device, info, None))
+    return group.add(vk.vkDestroyDescriptorSetLayout, call("vkCreateDescriptorSetLayout", ctx.device, info, None))
 
 
 def descriptor_pool(ctx: Context, group: ObjectGroup, max_sets: int, sizes: dict[int, int]):
     ps = [vk.VkDescriptorPoolSize(type=t, descriptorCount=max(1, n)) for t, n in sizes.items()]
     info = vk.VkDescriptorPoolCreateInfo(maxSets=max_sets, poolSizeCount=len(ps), pPoolSizes=ps)
-    return group.add(vk.vkDestroyDescriptorPool, vk.vkCreateDescriptorPool(ctx.device, info, None))
+    return group.add(vk.vkDestroyDescriptorPool, call("vkCreateDescriptorPool", ctx.device, info, None))
 
 
 def allocate_set(ctx: Context, pool, layout):
     info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1, pSetLayouts=[layout])
-    return vk.vkAllocateDescriptorSets(ctx.device, info)[0]
+    return call("vkAllocateDescriptorSets", ctx.device, info)[0]
 
 
 def write_buffer(ctx: Context, dset, binding: int, dtype: int, buffer_handle) -> None:
@@ -105,7 +105,7 @@ def shadow_render_pass(ctx: Context, group: ObjectGroup, depth_format: int):
     ]
     info = vk.VkRenderPassCreateInfo(attachmentCount=1, pAttachments=[att], subpassCount=1, pSubpasses=[sub],
                                      dependencyCount=len(deps), pDependencies=deps)
-    return group.add(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(ctx.device, info, None))
+    return group.add(vk.vkDestroyRenderPass, call("vkCreateRenderPass", ctx.device, info, None))
 
 
 def forward_render_pass(ctx: Context, group: ObjectGroup, color_format: int, depth_format: int,
@@ -138,13 +138,13 @@ def forward_render_pass(ctx: Context, group: ObjectGroup, color_format: int, dep
     ]
     info = vk.VkRenderPassCreateInfo(attachmentCount=2, pAttachments=[color, depth], subpassCount=1,
                                      pSubpasses=[sub], dependencyCount=len(deps), pDependencies=deps)
-    return group.add(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(ctx.device, info, None))
+    return group.add(vk.vkDestroyRenderPass, call("vkCreateRenderPass", ctx.device, info, None))
 
 
 def framebuffer(ctx: Context, group: ObjectGroup, render_pass, views: Sequence, width: int, height: int):
     info = vk.VkFramebufferCreateInfo(renderPass=render_pass, attachmentCount=len(views), pAttachments=list(views),
                                       width=width, height=height, layers=1)
-    return group.add(vk.vkDestroyFramebuffer, vk.vkCreateFramebuffer(ctx.device, info, None))
+    return group.add(vk.vkDestroyFramebuffer, call("vkCreateFramebuffer", ctx.device, info, None))
 
 
 @dataclass
@@ -197,7 +197,8 @@ def graphics_pipeline(ctx: Context, group: ObjectGroup, spec: PipelineSpec, layo
             stageCount=len(stages), pStages=stages, pVertexInputState=vin, pInputAssemblyState=ia,
             pViewportState=vp, pRasterizationState=rs, pMultisampleState=ms, pDepthStencilState=ds,
             pColorBlendState=cb, pDynamicState=dyn, layout=layout, renderPass=render_pass, subpass=0)
-        pipe = vk.vkCreateGraphicsPipelines(ctx.device, vk.VK_NULL_HANDLE, 1, [info], None)[0]
+        cache = ctx.pipeline_cache or vk.VK_NULL_HANDLE
+        pipe = call("vkCreateGraphicsPipelines", ctx.device, cache, 1, [info], None)[0]
     finally:
         for m in modules:
             vk.vkDestroyShaderModule(ctx.device, m, None)
@@ -208,7 +209,7 @@ def pipeline_layout(ctx: Context, group: ObjectGroup, set_layouts: Sequence, pus
     ranges = [vk.VkPushConstantRange(stageFlags=push_stages, offset=0, size=push_size)]
     info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=len(set_layouts), pSetLayouts=list(set_layouts),
                                          pushConstantRangeCount=1, pPushConstantRanges=ranges)
-    return group.add(vk.vkDestroyPipelineLayout, vk.vkCreatePipelineLayout(ctx.device, info, None))
+    return group.add(vk.vkDestroyPipelineLayout, call("vkCreatePipelineLayout", ctx.device, info, None))
 
 
 def set_viewport(cb, width: int, height: int) -> None:

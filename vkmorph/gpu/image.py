@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .context import Context
-from .vk import vk
+from .vk import call, vk
 
 DEPTH_FORMAT = vk.VK_FORMAT_D32_SFLOAT
 COLOR_FORMAT = vk.VK_FORMAT_R8G8B8A8_SRGB
@@ -20,15 +20,15 @@ class Image:
                 imageType=vk.VK_IMAGE_TYPE_2D, format=fmt, extent=vk.VkExtent3D(width, height, 1), mipLevels=1,
                 arrayLayers=1, samples=vk.VK_SAMPLE_COUNT_1_BIT, tiling=vk.VK_IMAGE_TILING_OPTIMAL, usage=usage,
                 sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED)
-            self.handle = vk.vkCreateImage(dev, info, None)
+            self.handle = call("vkCreateImage", dev, info, None)
             req = vk.vkGetImageMemoryRequirements(dev, self.handle)
             index = ctx.find_memory_type(req.memoryTypeBits, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
-            self.memory = vk.vkAllocateMemory(dev, vk.VkMemoryAllocateInfo(allocationSize=req.size,
-                                                                           memoryTypeIndex=index), None)
-            vk.vkBindImageMemory(dev, self.handle, self.memory, 0)
+            alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
+            self.memory = call("vkAllocateMemory", dev, alloc, None, what=f"{name} {width}x{height}")
+            call("vkBindImageMemory", dev, self.handle, self.memory, 0)
             rng = vk.VkImageSubresourceRange(aspectMask=aspect, baseMipLevel=0, levelCount=1, baseArrayLayer=0,
                                              layerCount=1)
-            self.view = vk.vkCreateImageView(dev, vk.VkImageViewCreateInfo(
+            self.view = call("vkCreateImageView", dev, vk.VkImageViewCreateInfo(
                 image=self.handle, viewType=vk.VK_IMAGE_VIEW_TYPE_2D, format=fmt, subresourceRange=rng), None)
         except BaseException:
             self._release()
@@ -67,7 +67,7 @@ class Sampler:
             addressModeW=vk.VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER,
             compareEnable=vk.VK_TRUE if compare else vk.VK_FALSE, compareOp=vk.VK_COMPARE_OP_LESS_OR_EQUAL,
             borderColor=vk.VK_BORDER_COLOR_FLOAT_OPAQUE_WHITE, maxLod=0.0)
-        self.handle = vk.vkCreateSampler(ctx.device, info, None)
+        self.handle = call("vkCreateSampler", ctx.device, info, None)
         self._key = ctx.track("sampler", self._release)
 
     def _release(self) -> None:

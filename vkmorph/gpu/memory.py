@@ -1,7 +1,13 @@
 """Buffers and memory: device-local buffers with staging upload, persistently mapped host buffers as numpy views.
 
-One allocation per buffer keeps the code obvious; the morph pass allocates a handful of buffers per primitive
-(or per scene once batched), far below any driver allocation limit.
+Buffers are sub-allocated from a few large VkDeviceMemory blocks per memory type (``Allocator``, one per
+Context; first fit with coalescing free lists; a buffer larger than half a block gets a block of its own), so a
+scene with hundreds of characters stays far below maxMemoryAllocationCount (4096 on many drivers).
+``ctx.allocator.stats()`` reports the counts. Host-visible blocks are mapped once; a host buffer's ``mapped``
+is its slice of the block's mapping.
+
+Uploads go through ``Context.queue_upload``: an owned context submits and waits at once; a borrowed one records
+the copy into the host's next command buffer and frees the staging buffer when the host reports completion.
 """
 
 from __future__ import annotations
@@ -23,39 +29,143 @@ UNIFORM = vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
 TRANSFER_SRC = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
 TRANSFER_DST = vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
 
+BLOCK_BYTES = {False: 32 << 20, True: 8 << 20}   # device-local / host-visible block sizes
+
+
+class _Block:
+    def __init__(self, ctx: Context, type_index: int, size: int, host: bool, serial: int):
+        self.ctx, self.type_index, self.size, self.host = ctx, type_index, size, host
+        try:
+            self.memory = vk.vkAllocateMemory(ctx.device, vk.VkMemoryAllocateInfo(
+                allocationSize=size, memoryTypeIndex=type_index), None)
+        except (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory):
+            raise GpuError(f"out of {'host' if host else 'device'} memory allocating a {size}-byte block") from None
+        ctx.set_name(self.memory, vk.VK_OBJECT_TYPE_DEVICE_MEMORY, f"memory block {serial} ({size} B)")
+        self.mapped = None
+        if host:
+            raw = vk.vkMapMemory(ctx.device, self.memory, 0, size, 0)
+            self.mapped = np.frombuffer(raw, dtype=np.uint8, count=size)
+        self.free = [[0, size]]   # sorted [offset, size] holes
+        self.used = 0
+
+    def take(self, size: int, alignment: int) -> int | None:
+        for i, (off, n) in enumerate(self.free):
+            start = (off + alignment - 1) // alignment * alignment
+            if start + size > off + n:
+                continue
+            pieces = [p for p in ([off, start - off], [start + size, off + n - start - size]) if p[1] > 0]
+            self.free[i:i + 1] = pieces
+            self.used += 1
+            return start
+        return None
+
+    def give(self, offset: int, size: int) -> None:
+        self.used -= 1
+        self.free.append([offset, size])
+        self.free.sort()
+        merged = [self.free[0]]
+        for off, n in self.free[1:]:
+            if merged[-1][0] + merged[-1][1] == off:
+                merged[-1][1] += n
+            else:
+                merged.append([off, n])
+        self.free = merged
+
+    def release(self) -> None:
+        if self.mapped is not None:
+            self.mapped = None
+            vk.vkUnmapMemory(self.ctx.device, self.memory)
+        vk.vkFreeMemory(self.ctx.device, self.memory, None)
+        self.memory = None
+
+
+class Allocator:
+    """Few large allocations per memory type; empty blocks are freed at once."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.blocks: list[_Block] = []
+        self.buffers = 0
+        self.peak_allocations = 0
+        self._made = 0
+        ctx.add_finalizer(self.release_all)
+
+    @staticmethod
+    def of(ctx: Context) -> Allocator:
+        if ctx.allocator is None:
+            ctx.allocator = Allocator(ctx)
+        return ctx.allocator
+
+    def allocate(self, req, host: bool) -> tuple[_Block, int]:
+        if host:
+            index = self.ctx.find_memory_type(req.memoryTypeBits, HOST_VISIBLE, vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+        else:
+            index = self.ctx.find_memory_type(req.memoryTypeBits, DEVICE_LOCAL)
+        block_bytes = BLOCK_BYTES[host]
+        if req.size <= block_bytes // 2:
+            for b in self.blocks:
+                if b.type_index == index and b.host == host and b.size == block_bytes:
+                    off = b.take(req.size, req.alignment)
+                    if off is not None:
+                        self.buffers += 1
+                        return b, off
+        size = block_bytes if req.size <= block_bytes // 2 else req.size
+        self._made += 1
+        b = _Block(self.ctx, index, size, host, self._made)
+        self.blocks.append(b)
+        self.peak_allocations = max(self.peak_allocations, len(self.blocks))
+        off = b.take(req.size, req.alignment)
+        self.buffers += 1
+        return b, off
+
+    def free(self, block: _Block, offset: int, size: int) -> None:
+        block.give(offset, size)
+        self.buffers -= 1
+        if block.used == 0:
+            self.blocks.remove(block)
+            block.release()
+
+    def stats(self) -> dict:
+        """allocations: live VkDeviceMemory objects; buffers: live buffers in them; bytes: block bytes."""
+        return {"allocations": len(self.blocks), "peak_allocations": self.peak_allocations,
+                "buffers": self.buffers, "bytes": sum(b.size for b in self.blocks)}
+
+    def release_all(self) -> None:
+        for b in self.blocks:
+            b.release()
+        self.blocks.clear()
+
 
 class Buffer:
-    """A VkBuffer with its own memory. ``host=True`` maps it persistently and exposes ``mapped`` (uint8 numpy)."""
+    """A VkBuffer sub-allocated from its Context's memory blocks. ``host=True`` gives a persistently mapped
+    buffer exposing ``mapped`` (uint8 numpy)."""
 
     def __init__(self, ctx: Context, size: int, usage: int, *, host: bool = False, name: str = "buffer"):
+        ctx.check_alive(f"creating buffer {name}")
         if size <= 0:
             size = 4  # Vulkan forbids zero-sized buffers; an empty array still needs a valid binding
         self.ctx, self.size, self.usage, self.host, self.name = ctx, int(size), usage, host, name
-        self.handle = self.memory = None
+        self.handle = self._block = None
         self.mapped: np.ndarray | None = None
         dev = ctx.device
         self.handle = vk.vkCreateBuffer(dev, vk.VkBufferCreateInfo(
             size=self.size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
         try:
             req = vk.vkGetBufferMemoryRequirements(dev, self.handle)
+            self._req_size = req.size
+            self._block, self.memory_offset = Allocator.of(ctx).allocate(req, host)
+            vk.vkBindBufferMemory(dev, self.handle, self._block.memory, self.memory_offset)
             if host:
-                index = ctx.find_memory_type(req.memoryTypeBits, HOST_VISIBLE,
-                                             vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
-            else:
-                index = ctx.find_memory_type(req.memoryTypeBits, DEVICE_LOCAL)
-            try:
-                self.memory = vk.vkAllocateMemory(dev, vk.VkMemoryAllocateInfo(
-                    allocationSize=req.size, memoryTypeIndex=index), None)
-            except (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory):
-                raise GpuError(f"out of memory allocating {name} ({self.size} bytes)") from None
-            vk.vkBindBufferMemory(dev, self.handle, self.memory, 0)
-            if host:
-                raw = vk.vkMapMemory(dev, self.memory, 0, self.size, 0)
-                self.mapped = np.frombuffer(raw, dtype=np.uint8, count=self.size)
+                self.mapped = self._block.mapped[self.memory_offset:self.memory_offset + self.size]
+            ctx.set_name(self.handle, vk.VK_OBJECT_TYPE_BUFFER, name)
         except BaseException:
             self._release()
             raise
         self._key = ctx.track(f"{name} ({self.size} B)", self._release)
+
+    @property
+    def memory(self):
+        return None if self._block is None else self._block.memory
 
     def view(self, dtype, count: int | None = None) -> np.ndarray:
         """The mapped memory as an array of ``dtype`` (host buffers only)."""
@@ -66,19 +176,22 @@ class Buffer:
         return self.mapped[: n * dtype.itemsize].view(dtype)
 
     def _release(self) -> None:
-        dev = self.ctx.device
-        if self.mapped is not None:
-            self.mapped = None
-            vk.vkUnmapMemory(dev, self.memory)
+        self.mapped = None
+        if self.ctx.has_pending:
+            self.ctx.cancel_uploads(self)
         if self.handle is not None:
-            vk.vkDestroyBuffer(dev, self.handle, None)
+            vk.vkDestroyBuffer(self.ctx.device, self.handle, None)
             self.handle = None
-        if self.memory is not None:
-            vk.vkFreeMemory(dev, self.memory, None)
-            self.memory = None
+        if self._block is not None:
+            self.ctx.allocator.free(self._block, self.memory_offset, self._req_size)
+            self._block = None
+
+    @property
+    def alive(self) -> bool:
+        return self.handle is not None
 
     def destroy(self) -> None:
-        if self.handle is None and self.memory is None:
+        if self.handle is None and self._block is None:
             return
         self._release()
         self.ctx.untrack(self._key)
@@ -108,25 +221,24 @@ def host_buffer(ctx: Context, size: int, usage: int, name: str = "host buffer") 
 
 
 def upload(ctx: Context, dst: Buffer, data: np.ndarray, offset: int = 0) -> None:
-    """Copy ``data`` into ``dst`` at ``offset`` through a temporary staging buffer, waiting for completion."""
+    """Copy ``data`` into ``dst`` at ``offset`` through a staging buffer: at once on owned contexts (submits and
+    waits), in the host's next command buffer on borrowed ones (see Context.queue_upload)."""
     raw = _as_bytes(data)
     staging = host_buffer(ctx, raw.nbytes, TRANSFER_SRC, name=f"staging for {dst.name}")
-    try:
-        staging.mapped[:] = raw
+    staging.mapped[:] = raw
 
-        def record(cb):
-            vk.vkCmdCopyBuffer(cb, staging.handle, dst.handle, 1,
-                               [vk.VkBufferCopy(srcOffset=0, dstOffset=offset, size=raw.nbytes)])
-            barriers.transfer_write_to_all(cb)
+    def record(cb):
+        vk.vkCmdCopyBuffer(cb, staging.handle, dst.handle, 1,
+                           [vk.VkBufferCopy(srcOffset=0, dstOffset=offset, size=raw.nbytes)])
+        if ctx.owned:
+            barriers.transfer_write_to_all(cb)  # borrowed: record_pending adds one barrier after all copies
 
-        ctx.submit_and_wait(record)
-    finally:
-        staging.destroy()
+    ctx.queue_upload(record, dst.name, staging.destroy, target=dst)
 
 
 def readback(ctx: Context, src: Buffer, dtype=np.uint8, count: int | None = None, offset: int = 0,
              before=None) -> np.ndarray:
-    """Copy ``src`` to a host buffer and return a numpy copy. ``before(cb)`` may record a barrier first."""
+    """Copy ``src`` to a host buffer and return a numpy copy (owned contexts: submits and waits)."""
     dtype = np.dtype(dtype)
     nbytes = (src.size - offset) if count is None else count * dtype.itemsize
     nbytes -= nbytes % dtype.itemsize

@@ -1,96 +1,139 @@
-"""Compute pipelines over storage-buffer bindings, with their descriptor pool and sets.
+"""Vulkan objects built from a shader interface declaration (gpu/interface.py), and compute pipelines.
 
-Structs are built once here (cffi keeps only what Python keeps alive, so every nested create-info is a named
-local until the call returns); per-frame code only binds and dispatches.
+Descriptor set layouts, pipeline layouts, push-constant ranges, descriptor writes and vertex-input descriptions
+all come from the one ``ShaderInterface`` the GLSL headers are generated from; descriptors are addressed by
+binding NAME, never by list position. Structs are built once here (cffi keeps only what Python keeps alive,
+so every nested create-info is a named local until the call returns); per-frame code only binds and dispatches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
+
+import numpy as np
 
 from ..errors import GpuError
 from .context import Context
+from .interface import COMPUTE, FRAGMENT, SAMPLER, STORAGE, UNIFORM, VERTEX, Binding, ShaderInterface
+from .interface import vertex_attributes as _vertex_attributes
 from .memory import Buffer
 from .shaders import load_spirv
-from .vk import WHOLE_SIZE, vk
+from .vk import WHOLE_SIZE, call, vk
+
+DESCRIPTOR_TYPES = {STORAGE: vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, UNIFORM: vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+                    SAMPLER: vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER}
+STAGE_BITS = {COMPUTE: vk.VK_SHADER_STAGE_COMPUTE_BIT, VERTEX: vk.VK_SHADER_STAGE_VERTEX_BIT,
+              FRAGMENT: vk.VK_SHADER_STAGE_FRAGMENT_BIT}
+
+
+def stage_flags(stages: Iterable[str]) -> int:
+    flags = 0
+    for s in stages:
+        flags |= STAGE_BITS[s]
+    return flags
+
+
+def descriptor_type(binding: Binding) -> int:
+    return DESCRIPTOR_TYPES[binding.kind]
+
+
+def set_layout_bindings(iface: ShaderInterface, set_index: int = 0) -> list[tuple[int, int, int]]:
+    """(binding, VkDescriptorType, stage flags) of one descriptor set of ``iface``."""
+    return [(b.binding, descriptor_type(b), stage_flags(b.stages)) for b in iface.set_bindings(set_index)]
+
+
+def push_constant_stages(iface: ShaderInterface) -> int:
+    return stage_flags(iface.push.stages) if iface.push is not None else 0
+
+
+def vertex_input_attributes(dtype: np.dtype) -> list[tuple[int, str, int, int]]:
+    """(location, field name, VkFormat, byte offset) per field of a vertex dtype, as the generated headers declare."""
+    return [(a.location, a.name, getattr(vk, a.vk_format), a.offset) for a in _vertex_attributes(dtype)]
 
 
 def create_shader_module(ctx: Context, name: str):
     code = load_spirv(name)
     info = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
-    return vk.vkCreateShaderModule(ctx.device, info, None)
+    return call("vkCreateShaderModule", ctx.device, info, None, what=name)
 
 
 class ComputePipeline:
-    """``local_size`` is fixed in the shader; bindings 0..n-1 are storage buffers; one push-constant range."""
+    """The compute pipeline of one interface (one shader, one descriptor set, one push-constant range)."""
 
-    def __init__(self, ctx: Context, shader: str, n_bindings: int, push_constant_size: int = 0,
-                 max_sets: int = 16):
-        self.ctx, self.shader, self.n_bindings = ctx, shader, n_bindings
-        self.push_constant_size = push_constant_size
+    def __init__(self, ctx: Context, iface: ShaderInterface, max_sets: int = 16):
+        if iface.local_size is None or iface.sets() not in ([0], []):
+            raise GpuError(f"interface {iface.name!r} is not a one-set compute interface")
+        self.ctx, self.iface, self.shader = ctx, iface, iface.shader
+        self.push_constant_size = iface.push.size if iface.push is not None else 0
         self.set_layout = self.layout = self.pipeline = self.pool = None
         dev = ctx.device
         module = None
         try:
-            bindings = [vk.VkDescriptorSetLayoutBinding(
-                binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
-                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for i in range(n_bindings)]
-            layout_info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=n_bindings, pBindings=bindings)
-            self.set_layout = vk.vkCreateDescriptorSetLayout(dev, layout_info, None)
-            ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0,
-                                             size=push_constant_size)] if push_constant_size else []
+            bindings = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=t, descriptorCount=1, stageFlags=s)
+                        for i, t, s in set_layout_bindings(iface)]
+            layout_info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(bindings), pBindings=bindings)
+            self.set_layout = call("vkCreateDescriptorSetLayout", dev, layout_info, None, what=iface.name)
+            ranges = [vk.VkPushConstantRange(stageFlags=push_constant_stages(iface), offset=0,
+                                             size=self.push_constant_size)] if self.push_constant_size else []
             pl_info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=[self.set_layout],
                                                     pushConstantRangeCount=len(ranges),
                                                     pPushConstantRanges=ranges or None)
-            self.layout = vk.vkCreatePipelineLayout(dev, pl_info, None)
-            module = create_shader_module(ctx, shader)
+            self.layout = call("vkCreatePipelineLayout", dev, pl_info, None, what=iface.name)
+            module = create_shader_module(ctx, self.shader)
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
                                                        pName="main")
             info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
-            result = vk.vkCreateComputePipelines(dev, vk.VK_NULL_HANDLE, 1, [info], None)
+            cache = ctx.pipeline_cache if ctx.pipeline_cache is not None else vk.VK_NULL_HANDLE
+            result = call("vkCreateComputePipelines", dev, cache, 1, [info], None, what=self.shader)
             self.pipeline = result[0]  # a cdata array of one VkPipeline
-            sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                             descriptorCount=max(1, n_bindings * max_sets))]
-            pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=max_sets, poolSizeCount=1, pPoolSizes=sizes)
-            self.pool = vk.vkCreateDescriptorPool(dev, pool_info, None)
-        except vk.VkError as exc:
-            self._release()
-            raise GpuError(f"creating compute pipeline {shader}: {type(exc).__name__}") from None
+            counts: dict[int, int] = {}
+            for _, t, _ in set_layout_bindings(iface):
+                counts[t] = counts.get(t, 0) + max_sets
+            sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=n) for t, n in counts.items()]
+            pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=max_sets, poolSizeCount=len(sizes), pPoolSizes=sizes)
+            self.pool = call("vkCreateDescriptorPool", dev, pool_info, None, what=iface.name)
         except BaseException:
             self._release()
             raise
         finally:
             if module is not None:
                 vk.vkDestroyShaderModule(dev, module, None)
-        self._key = ctx.track(f"compute pipeline {shader}", self._release)
+        ctx.set_name(self.pipeline, vk.VK_OBJECT_TYPE_PIPELINE, f"compute pipeline {self.shader}")
+        self._key = ctx.track(f"compute pipeline {self.shader}", self._release)
 
-    def make_set(self, buffers: Sequence[Buffer | tuple[Buffer, int, int]]):
-        """Allocate a descriptor set and point binding i at ``buffers[i]`` (whole buffer or (buf, offset, range))."""
-        if len(buffers) != self.n_bindings:
-            raise GpuError(f"{self.shader}: {self.n_bindings} bindings, got {len(buffers)} buffers")
+    def make_set(self, buffers: Mapping[str, Buffer | tuple[Buffer, int, int]]):
+        """Allocate a descriptor set and point each named binding at its buffer (whole, or (buf, offset, range))."""
+        names = [b.name for b in self.iface.bindings]
+        missing, unknown = [n for n in names if n not in buffers], [n for n in buffers if n not in names]
+        if missing or unknown:
+            raise GpuError(f"{self.shader}: descriptor set needs {names}; missing {missing}, unknown {unknown}")
         alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=self.pool, descriptorSetCount=1,
                                                pSetLayouts=[self.set_layout])
-        try:
-            dset = vk.vkAllocateDescriptorSets(self.ctx.device, alloc)[0]
-        except vk.VkError:
-            raise GpuError(f"{self.shader}: descriptor pool exhausted") from None
-        infos = []
-        for b in buffers:
-            buf, off, rng = (b, 0, WHOLE_SIZE) if isinstance(b, Buffer) else b
-            infos.append(vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=off, range=rng))
-        writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=i, dstArrayElement=0, descriptorCount=1,
-                                          descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                          pBufferInfo=[infos[i]]) for i in range(len(infos))]
+        dset = call("vkAllocateDescriptorSets", self.ctx.device, alloc, what=f"{self.shader} (pool exhausted?)")[0]
+        infos, writes = [], []
+        for b in self.iface.bindings:
+            item = buffers[b.name]
+            buf, off, rng = (item, 0, WHOLE_SIZE) if isinstance(item, Buffer) else item
+            infos.append([vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=off, range=rng)])
+            writes.append(vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=b.binding, dstArrayElement=0,
+                                                  descriptorCount=1, descriptorType=descriptor_type(b),
+                                                  pBufferInfo=infos[-1]))
         vk.vkUpdateDescriptorSets(self.ctx.device, len(writes), writes, 0, None)
         return dset
+
+    def groups(self, count: int) -> int:
+        """Work groups covering ``count`` invocations (the interface's local size)."""
+        return self.iface.groups(count)
 
     def bind(self, cb, descriptor_set) -> None:
         vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)
         vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.layout, 0, 1, [descriptor_set],
                                    0, None)
 
-    def push(self, cb, data_ptr, size: int) -> None:
-        vk.vkCmdPushConstants(cb, self.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, size, data_ptr)
+    def push(self, cb, data_ptr, size: int | None = None) -> None:
+        """Push constants of the interface's dtype (``size`` defaults to its itemsize)."""
+        vk.vkCmdPushConstants(cb, self.layout, push_constant_stages(self.iface), 0,
+                              self.push_constant_size if size is None else size, data_ptr)
 
     def _release(self) -> None:
         dev = self.ctx.device

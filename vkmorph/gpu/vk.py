@@ -1,10 +1,17 @@
-"""The single place that imports python-vulkan, turning a missing loader into a one-line, actionable error.
+"""The single place that imports python-vulkan, and the one error path of Vulkan calls.
 
-cffi raises ``OSError``/``ImportError`` deep inside the binding when ``libvulkan.so.1`` is absent; users should
-instead learn which Debian package to install.
+Importing: cffi raises ``OSError``/``ImportError`` deep inside the binding when ``libvulkan.so.1`` is absent;
+users should instead learn which Debian package to install.
+
+Calling: every Vulkan call that returns a VkResult goes through ``call``, which turns python-vulkan's
+``VkError`` exceptions into one ``GpuError`` line naming the call, what it was for, and the VkResult:
+``vkCreateBuffer (morph deltas) failed: VK_ERROR_OUT_OF_DEVICE_MEMORY``. Calls without a result (vkCmd*,
+vkDestroy*, vkUpdateDescriptorSets) are made directly on ``vk``.
 """
 
 from __future__ import annotations
+
+import re
 
 from ..errors import GpuError
 
@@ -20,7 +27,19 @@ except (OSError, ImportError) as exc:  # pragma: no cover - depends on the machi
 WHOLE_SIZE = vk.VK_WHOLE_SIZE & 0xFFFFFFFFFFFFFFFF
 
 
-def check(result: int, what: str) -> None:
-    """Raise GpuError when a raw VkResult is an error code."""
-    if result < 0:
-        raise GpuError(f"{what} failed with VkResult {result}")
+def result_name(exc: BaseException) -> str:
+    """``VkErrorOutOfDeviceMemory`` -> ``VK_ERROR_OUT_OF_DEVICE_MEMORY`` (python-vulkan names its exceptions so)."""
+    name = type(exc).__name__
+    if not name.startswith("Vk"):
+        return name
+    return "VK_" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name[2:]).upper()
+
+
+def call(name: str, *args, what: str = "", fn=None):
+    """``vk.<name>(*args)``; a VkError becomes ``GpuError("<name> (<what>) failed: VK_ERROR_...")``.
+    ``fn``: the function to call instead of ``vk.<name>`` (extension functions from vkGet*ProcAddr)."""
+    try:
+        return (fn or getattr(vk, name))(*args)
+    except vk.VkError as exc:
+        raise GpuError(f"{name}{f' ({what})' if what else ''} failed: {result_name(exc)}") from None
+

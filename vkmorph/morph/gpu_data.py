@@ -1,8 +1,9 @@
 """Sparse GPU morph data (seed 000 ``buildGpuMorphData``): CSR deltas per vertex, std430 layouts as numpy dtypes.
 
-The numpy dtypes below are the single source of truth for the shader's struct layouts (a test compares them
-with glsl/morph.comp). Building is vectorized per target (a loop over T, never over V), so 1M vertices x 50
-targets is seconds, and memory stays O(non-zero deltas) beyond the asset itself.
+The CSR form (``build_gpu_morph_data``) is the readable description of the data (tests, ``vkmorph info``); the
+GPU kernel reads the chunked target-major form below (``build_chunked_batch``), whose reasons are written down
+at its definition. Building is vectorized per target (a loop over T, never over V) and memory stays
+O(non-zero deltas) beyond the asset itself.
 """
 
 from __future__ import annotations
@@ -155,19 +156,6 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
     return out, scales
 
 
-def dequantized(data: GpuMorphData) -> GpuMorphData:
-    """The same data with deltas rounded exactly as the compact format stores them (for error analysis)."""
-    scales = target_scales(data)
-    d = data.deltas.copy()
-    t = d["metadata"][:, 0].astype(np.int64)
-    for k, field in enumerate(("position", "normal", "tangent")):
-        s = scales[t, k][:, None]
-        q = np.round(np.clip(d[field][:, :3] / s, -1, 1) * 32767.0)
-        d[field][:, :3] = np.maximum(q / 32767.0, -1.0) * s
-    return GpuMorphData(data.base_vertices, data.vertex_offsets, d, data.conservative_bounds,
-                        data.maximum_position_delta, data.target_count)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Chunked target-major layout: what the GPU kernel (glsl/morph_common.glsl) reads. The CSR form above stays the
 # readable description of the data (tests, `vkmorph info`); this one is designed against the bandwidth floor.
@@ -188,9 +176,13 @@ def dequantized(data: GpuMorphData) -> GpuMorphData:
 # - Delta payload, no index: full = 2 x vec4 (p.xyz n.x | n.yz t.xy) + 1 float (t.z) = 36 bytes; compact =
 #   1 x uvec4 of snorm16 pairs + one 16-bit t.z = 18 bytes, scaled per target.
 # ---------------------------------------------------------------------------------------------------------------
-CHUNK = 256                   # vertices per workgroup (= local_size_x); mask bits per block
+CHUNK = 256                   # vertices per chunk (= local_size_x of the workgroup kernel); mask bits per block
 MASK_WORDS = CHUNK // 32
-CHUNK_RECORD = 8              # uint32 per chunk: first vertex, count, first entry, end entry, out vec4, stride
+# std430 records the kernels read (gpu/interface.py generates their GLSL structs from these dtypes)
+CHUNK_HEADER = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4"), ("first_entry", "<u4"),
+                         ("end_entry", "<u4"), ("out_vec4", "<u4"), ("stride_vec4", "<u4"), ("pad", "<u4", 2)])
+BLOCK_ENTRY = np.dtype([("slot", "<u4"), ("first_delta", "<u4")])
+CHUNK_RECORD = CHUNK_HEADER.itemsize // 4
 DELTA_A_WORDS = {"full": 8, "compact": 4}   # per delta, stream A (vec4-aligned)
 
 

@@ -1,125 +1,137 @@
-"""Runtime morph state with the two-level version cache (seed 000 MorphState / SceneMorphPose).
+"""Morph weights of a scene at runtime (``SceneMorphPose``) and the weight range a file implies.
 
-Versions move only on real change, so the GPU pass can skip weight uploads, dispatches and barriers for
-anything that did not change, and per-frame Python work follows what changed rather than scene size.
+This is the CPU half of the runtime's version cache (``render.morph_pass.MorphRuntime.record`` is the other):
+
+- All nodes' weights live in one flat float32 array, ``flat`` (a node's targets are ``flat[slice_of(node)]``):
+  exactly the array the batched GPU pass gathers and uploads, so nothing is copied per primitive.
+- ``version`` moves only on a real change. Level 1: when it equals the version the runtime applied last,
+  ``record`` returns at once without walking nodes or primitives.
+- Changed nodes are remembered until ``take_dirty()``. Level 2: only the primitives of those nodes get weight
+  uploads and dispatches; when none changed there is no barrier either.
+
+Weights follow glTF: any finite value, not just [0, 1]. The allowed range defaults to the file's own
+(``file_weight_range``: at least [0, 1], widened to the default weights and the weights its animations reach),
+and the runtime's conservative bounds are built for that range. A weight outside it is a ``UsageError``, or,
+with ``clamp=True``, is clamped with a ``WeightClampedWarning`` that says so — never silently.
+
+Targets can be named (``set_weight(node, "MouthOpen", 0.7)``, ``set_weights(node, {"MouthOpen": 0.7})``).
+Corrective (combination) targets and in-betweens are rules evaluated here, after every change, into ``flat``
+itself: the GPU pass stays one pass over plain weights.
 """
 
 from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
 from ..asset.model import SceneAsset
 from ..errors import UsageError
 
-
-def _check_finite(values: np.ndarray, what: str) -> None:
-    if not np.isfinite(values).all():
-        i = int(np.flatnonzero(~np.isfinite(values))[0])
-        raise UsageError(f"{what}: weight {i} is not finite ({values[i]})")
+HERMITE_OVERSHOOT = 4.0 / 27.0   # max |h10| = max |h11| of the cubic Hermite basis on [0, 1]
+MAX_DRIVERS = 8
 
 
-class MorphState:
-    """Weights of one primitive instance, clamped to ``weight_range`` (default [0, 1])."""
+class WeightClampedWarning(UserWarning):
+    """A weight outside the pose's range was clamped because the caller asked for clamping."""
 
-    __slots__ = ("_weights", "weight_range", "version", "_active")
 
-    def __init__(self, target_count: int, weight_range: tuple[float, float] = (0.0, 1.0),
-                 initial: np.ndarray | None = None):
-        lo, hi = weight_range
-        if not lo <= hi:
-            raise UsageError(f"weight range {weight_range} is empty")
-        self.weight_range = (float(lo), float(hi))
-        self._weights = np.zeros(target_count, np.float32)
-        self.version = 0
-        self._active = 0
-        if initial is not None:
-            self.set_weights(initial)
+def _channel_range(values: np.ndarray, times: np.ndarray, interpolation: str) -> tuple[float, float]:
+    """Smallest and largest weight a sampled channel can produce."""
+    v = np.asarray(values, np.float64)
+    if interpolation != "CUBICSPLINE" or len(v) < 6:
+        keys = v[1::3] if interpolation == "CUBICSPLINE" else v
+        return float(keys.min(initial=0.0)), float(keys.max(initial=0.0))
+    # Hermite segment: h00 p0 + h01 p1 lies between p0 and p1; the tangent terms add at most 4/27 |m|
+    p, a_in, b_out = v[1::3], v[0::3], v[2::3]
+    dt = np.diff(np.asarray(times, np.float64))[:, None]
+    slack = HERMITE_OVERSHOOT * (np.abs(b_out[:-1] * dt) + np.abs(a_in[1:] * dt))
+    lo = np.minimum(p[:-1], p[1:]) - slack
+    hi = np.maximum(p[:-1], p[1:]) + slack
+    return float(min(lo.min(), p.min())), float(max(hi.max(), p.max()))
 
-    @property
-    def target_count(self) -> int:
-        return len(self._weights)
 
-    @property
-    def weights(self) -> np.ndarray:
-        """A read-only view; use set_weight(s) to change (that is what moves the version)."""
-        v = self._weights.view()
-        v.flags.writeable = False
-        return v
+def file_weight_range(scene: SceneAsset, extra=()) -> tuple[float, float]:
+    """[0, 1] widened to the scene's default weights, every weight its animations can produce, and ``extra``."""
+    lo, hi = 0.0, 1.0
+    arrays = [np.asarray(extra, np.float64).reshape(-1)]
+    arrays += [np.asarray(n.default_weights, np.float64) for n in scene.nodes if n.default_weights is not None]
+    arrays += [np.asarray(p.default_weights, np.float64) for p in scene.primitives if p.default_weights is not None]
+    for a in arrays:
+        if len(a):
+            lo, hi = min(lo, float(a.min())), max(hi, float(a.max()))
+    for clip in scene.animations:
+        for ch in clip.morph_channels:
+            c_lo, c_hi = _channel_range(ch.values, ch.times, ch.interpolation)
+            lo, hi = min(lo, c_lo), max(hi, c_hi)
+    return lo, hi
 
-    @property
-    def active_count(self) -> int:
-        """Number of non-zero weights (targets that contribute)."""
-        return self._active
 
-    def set_weight(self, index: int, value: float) -> bool:
-        if not 0 <= index < len(self._weights):
-            raise UsageError(f"target index {index} out of range (0..{len(self._weights) - 1})")
-        if not np.isfinite(value):
-            raise UsageError(f"weight for target {index} is not finite ({value})")
-        lo, hi = self.weight_range
-        w = np.float32(min(max(float(value), lo), hi))
-        if self._weights[index] == w:
-            return False
-        old_active = self._weights[index] != 0
-        self._weights[index] = w
-        self._active += int(w != 0) - int(old_active)
-        self.version += 1
-        return True
+class _Rule:
+    """A driven target: corrective (product of drivers) or in-between (piecewise-linear curve of one driver)."""
 
-    def set_weights(self, values) -> bool:
-        """Bulk set (numpy): one comparison, one version bump at most."""
-        arr = np.asarray(values, dtype=np.float64).reshape(-1)
-        if arr.shape[0] != len(self._weights):
-            raise UsageError(f"expected {len(self._weights)} weights, got {arr.shape[0]}")
-        _check_finite(arr, "set_weights")
-        lo, hi = self.weight_range
-        new = np.clip(arr, lo, hi).astype(np.float32)
-        if np.array_equal(new, self._weights):
-            return False
-        self._weights[:] = new
-        self._active = int(np.count_nonzero(new))
-        self.version += 1
-        return True
+    def __init__(self, target: int, drivers: list[int], curve: np.ndarray | None):
+        self.target, self.drivers, self.curve = target, drivers, curve
+
+    def apply(self, w: np.ndarray) -> None:
+        if self.curve is None:
+            w[self.target] = np.prod(w[self.drivers], dtype=np.float64)
+        else:
+            w[self.target] = np.interp(float(w[self.drivers[0]]), self.curve[:, 0], self.curve[:, 1])
 
 
 class SceneMorphPose:
-    """Morph weights per node of a scene, with one version for the whole pose.
+    """Morph weights per node of a scene, with one version for the whole pose (see the module docstring).
 
-    All nodes' weights live in one flat float32 array (``flat``; node slices via ``slice_of``), which is exactly
-    what the batched GPU pass uploads, and changed nodes are remembered until ``take_dirty()`` so per-frame work
-    follows what changed. Weights are clamped to ``weight_range`` (default [0, 1]).
+    ``weight_range``: None takes the file's range (``file_weight_range``); ``clamp``: clamp out-of-range weights
+    with a warning instead of raising.
     """
 
-    def __init__(self, scene: SceneAsset, weight_range: tuple[float, float] = (0.0, 1.0)):
-        lo, hi = weight_range
-        if not lo <= hi:
-            raise UsageError(f"weight range {weight_range} is empty")
-        self.scene = scene
-        self.weight_range = (float(lo), float(hi))
+    def __init__(self, scene: SceneAsset, weight_range: tuple[float, float] | None = None, clamp: bool = False):
+        if weight_range is None:
+            weight_range = file_weight_range(scene)
+        lo, hi = (float(x) for x in weight_range)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+            raise UsageError(f"weight range {tuple(weight_range)} must be two finite numbers, low <= high")
+        self.scene, self.clamp = scene, clamp
+        self.weight_range = (lo, hi)
         self._slices: dict[int, slice] = {}
+        self._names: dict[int, list[str]] = {}
+        self._generated: dict[int, list[bool]] = {}
         total = 0
         for i, node in enumerate(scene.nodes):
             if node.mesh is not None and scene.meshes[node.mesh].target_count:
-                T = scene.meshes[node.mesh].target_count
+                mesh = scene.meshes[node.mesh]
+                T = mesh.target_count
                 self._slices[i] = slice(total, total + T)
                 total += T
+                named = max(mesh.primitives, key=lambda p: len(p.morph_targets)).morph_targets
+                self._names[i] = [t.name for t in named]
+                self._generated[i] = [t.generated_name for t in named]
         self.flat = np.zeros(total, np.float32)
         self._weights: dict[int, np.ndarray] = {i: self.flat[sl] for i, sl in self._slices.items()}
+        self._rules: dict[int, list[_Rule]] = {}
         for i, w in self._weights.items():
             dw = scene.nodes[i].default_weights
-            if dw is not None and len(dw) == len(w) and np.isfinite(dw).all():
-                w[:] = np.clip(dw, lo, hi)
+            if dw is not None and len(dw) == len(w):
+                w[:] = self._checked(np.asarray(dw, np.float64), i, "default weight")
         self.version = 0
         self._dirty: set[int] = set(self._weights)
         self._slot_node = np.zeros(total, np.int64)
         for i, sl in self._slices.items():
             self._slot_node[sl] = i
 
+    # ------------------------------------------------------------------ nodes and names
     @property
     def morph_nodes(self) -> list[int]:
         return list(self._weights)
 
-    def slice_of(self, node: int) -> slice:
+    def has_targets(self, node: int) -> bool:
+        return node in self._weights
+
+    def slice_of(self, node: int | str) -> slice:
         return self._slices[self._node(node)]
 
     def _node(self, node: int | str) -> int:
@@ -129,17 +141,85 @@ class SceneMorphPose:
             except KeyError:
                 raise UsageError(f"no node named {node!r}") from None
         if node not in self._weights:
-            raise UsageError(f"node {node} has no morph targets")
+            raise UsageError(f"node {self._label(node)} has no morph targets")
         return node
 
-    def set_weights(self, node: int | str, weights) -> bool:
+    def _label(self, node) -> str:
+        if isinstance(node, (int, np.integer)) and 0 <= node < len(self.scene.nodes) and self.scene.nodes[node].name:
+            return repr(self.scene.nodes[node].name)
+        return str(node)
+
+    def target_names(self, node: int | str) -> list[str]:
+        """The node's target names (generated ones, for targets the file left unnamed, included)."""
+        return list(self._names[self._node(node)])
+
+    def generated_names(self, node: int | str) -> list[bool]:
+        return list(self._generated[self._node(node)])
+
+    def duplicate_names(self, node: int | str) -> dict[str, list[int]]:
+        """Names used by more than one target of the node, with their indices (such names need an index)."""
+        seen: dict[str, list[int]] = {}
+        for k, name in enumerate(self._names[self._node(node)]):
+            seen.setdefault(name, []).append(k)
+        return {n: ks for n, ks in seen.items() if len(ks) > 1}
+
+    def target_index(self, node: int | str, target: int | str) -> int:
         n = self._node(node)
-        arr = np.asarray(weights, np.float64).reshape(-1)
+        names = self._names[n]
+        T = len(self._weights[n])
+        if isinstance(target, (int, np.integer)) and not isinstance(target, bool):
+            if not 0 <= target < T:
+                raise UsageError(f"node {self._label(n)}: target index {target} out of range (0..{T - 1})")
+            return int(target)
+        hits = [k for k, name in enumerate(names) if name == target]
+        if not hits:
+            raise UsageError(f"node {self._label(n)} has no target {target!r}; its targets are {names}")
+        if len(hits) > 1:
+            raise UsageError(f"node {self._label(n)}: target name {target!r} is used by targets {hits}; "
+                             "use the index")
+        return hits[0]
+
+    # ------------------------------------------------------------------ range
+    def _checked(self, arr: np.ndarray, node: int, what: str = "weight", first: int = 0) -> np.ndarray:
+        """``arr`` (float64) as float32 if finite and in range; clamped with a warning if ``clamp``."""
+        if not np.isfinite(arr).all():
+            k = int(np.flatnonzero(~np.isfinite(arr))[0])
+            raise UsageError(f"node {self._label(node)}: {what} for target {first + k} is not finite ({arr[k]})")
+        lo, hi = self.weight_range
+        tol = 1e-6 * max(1.0, hi - lo)      # float rounding of in-range values is not a user error
+        bad = (arr < lo - tol) | (arr > hi + tol)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            names = self._names.get(node, [])
+            tname = f" {names[first + k]!r}" if first + k < len(names) else ""
+            msg = (f"node {self._label(node)}: {what} {arr[k]:g} for target {first + k}{tname} is outside the "
+                   f"weight range [{lo:g}, {hi:g}]")
+            if not self.clamp:
+                raise UsageError(msg + " (pass weight_range=(low, high) when creating the pose/runtime, "
+                                       "or clamp=True to clamp)")
+            warnings.warn(msg + f"; clamped to {min(max(arr[k], lo), hi):g} ({int(bad.sum())} clamped)",
+                          WeightClampedWarning, stacklevel=3)
+        return np.clip(arr, lo, hi).astype(np.float32)
+
+    # ------------------------------------------------------------------ setting weights
+    def set_weights(self, node: int | str, weights) -> bool:
+        """Set a node's weights: a full sequence (one per target) or a mapping {name or index: weight} that
+        changes only those. Targets driven by a corrective/in-between rule take the rule's value (in a full
+        sequence their entries are ignored; naming one in a mapping is an error). True when anything changed."""
+        n = self._node(node)
         cur = self._weights[n]
-        if arr.shape != cur.shape:
-            raise UsageError(f"node {n}: expected {len(cur)} weights, got {arr.shape[0]}")
-        _check_finite(arr, f"node {n}")
-        new = np.clip(arr, *self.weight_range).astype(np.float32)
+        if isinstance(weights, Mapping):
+            new = cur.copy()
+            for key, value in weights.items():
+                k = self.target_index(n, key)
+                self._not_driven(n, k)
+                new[k] = self._checked(np.array([float(value)]), n, first=k)[0]
+        else:
+            arr = np.asarray(weights, np.float64).reshape(-1)
+            if arr.shape != cur.shape:
+                raise UsageError(f"node {self._label(n)}: expected {len(cur)} weights, got {arr.shape[0]}")
+            new = self._checked(arr, n)
+        self._run_rules(n, new)
         if np.array_equal(new, cur):
             return False
         cur[:] = new
@@ -147,14 +227,24 @@ class SceneMorphPose:
         self.version += 1
         return True
 
+    def set_weight(self, node: int | str, target: int | str, value: float) -> bool:
+        """One target by name or index; True when it changed."""
+        return self.set_weights(node, {target: value})
+
     def set_flat(self, values) -> int:
         """Set every node's weights at once from a flat array laid out like ``flat`` (vectorized: one
-        comparison, no per-node Python work beyond the changed nodes). Returns how many nodes changed."""
+        comparison, no per-node Python work beyond the changed nodes and nodes with rules). Returns how many
+        nodes changed."""
         arr = np.asarray(values, np.float64).reshape(-1)
         if arr.shape != self.flat.shape:
             raise UsageError(f"expected {len(self.flat)} weights, got {arr.shape[0]}")
-        _check_finite(arr, "set_flat")
-        new = np.clip(arr, *self.weight_range).astype(np.float32)
+        lo, hi = self.weight_range
+        if not (np.isfinite(arr).all() and arr.min(initial=lo) >= lo and arr.max(initial=hi) <= hi):
+            for n, sl in self._slices.items():   # rare path: name the first bad target, or clamp with a warning
+                arr[sl] = self._checked(arr[sl], n)
+        new = arr.astype(np.float32)
+        for n in self._rules:
+            self._run_rules(n, new[self._slices[n]])
         changed = new != self.flat
         if not changed.any():
             return 0
@@ -165,6 +255,7 @@ class SceneMorphPose:
         return len(nodes)
 
     def weights(self, node: int | str) -> np.ndarray:
+        """A read-only view of the node's weights (driven targets included)."""
         v = self._weights[self._node(node)].view()
         v.flags.writeable = False
         return v
@@ -174,24 +265,56 @@ class SceneMorphPose:
         d, self._dirty = self._dirty, set()
         return d
 
+    # ------------------------------------------------------------------ correctives and in-betweens
+    def add_corrective(self, node: int | str, target: int | str, drivers) -> None:
+        """Drive ``target`` by the product of the ``drivers``' weights (a combination shape, e.g. the fix for
+        JawOpen + Smile). The drivers stay free; the target can no longer be set directly."""
+        n = self._node(node)
+        t = self.target_index(n, target)
+        ds = [self.target_index(n, d) for d in drivers]
+        if not 1 <= len(ds) <= MAX_DRIVERS or t in ds or len(set(ds)) != len(ds):
+            raise UsageError(f"node {self._label(n)}: a corrective needs 1..{MAX_DRIVERS} distinct drivers other "
+                             f"than its target, got target {t} and drivers {ds}")
+        lo, hi = self.weight_range
+        ends = [float(np.prod(c)) for c in itertools.product((lo, hi), repeat=len(ds))]
+        if min(ends) < lo or max(ends) > hi:
+            raise UsageError(f"node {self._label(n)}: the product of {len(ds)} weights in [{lo:g}, {hi:g}] reaches "
+                             f"[{min(ends):g}, {max(ends):g}], outside the weight range; create the pose with a "
+                             "wider weight_range")
+        self._add_rule(n, _Rule(t, ds, None))
 
-class PoseBinding:
-    """Pushes a SceneMorphPose into per-(node, primitive) MorphStates; level 1 of the version cache.
+    def add_inbetween(self, node: int | str, target: int | str, driver: int | str, curve) -> None:
+        """Drive ``target`` by a piecewise-linear ``curve`` [(driver weight, target weight), ...] of one driver
+        (held constant beyond the first and last point), e.g. [(0, 0), (0.5, 1), (1, 0)] for a half-way shape."""
+        n = self._node(node)
+        t, d = self.target_index(n, target), self.target_index(n, driver)
+        c = np.asarray(curve, np.float64)
+        if c.ndim != 2 or c.shape[1] != 2 or len(c) < 1 or not np.isfinite(c).all() or (np.diff(c[:, 0]) <= 0).any():
+            raise UsageError(f"node {self._label(n)}: in-between curve must be finite (driver weight, value) "
+                             f"points with increasing driver weights, got {np.asarray(curve).tolist()}")
+        if t == d:
+            raise UsageError(f"node {self._label(n)}: an in-between cannot drive its own driver {t}")
+        self._checked(c[:, 1], n, "in-between curve value", first=t)
+        self._add_rule(n, _Rule(t, [d], c))
 
-    ``states`` maps node index -> list of MorphState (one per morphing primitive of the node's mesh).
-    """
+    def _add_rule(self, n: int, rule: _Rule) -> None:
+        self._not_driven(n, rule.target)
+        self._rules.setdefault(n, []).append(rule)
+        new = self._weights[n].copy()
+        self._run_rules(n, new)
+        if not np.array_equal(new, self._weights[n]):
+            self._weights[n][:] = new
+            self._dirty.add(n)
+            self.version += 1
 
-    def __init__(self, pose: SceneMorphPose, states: dict[int, list[MorphState]]):
-        self.pose, self.states = pose, states
-        self.applied_version = -1
+    def _not_driven(self, n: int, k: int) -> None:
+        if any(r.target == k for r in self._rules.get(n, ())):
+            raise UsageError(f"node {self._label(n)}: target {k} {self._names[n][k]!r} is driven by a "
+                             "corrective/in-between rule and cannot be set directly")
 
-    def sync(self) -> bool:
-        """Copy the pose into the states unless the pose version is unchanged (then O(1))."""
-        if self.pose.version == self.applied_version:
-            return False
-        for node, sts in self.states.items():
-            w = self.pose._weights[node]
-            for st in sts:
-                st.set_weights(w[: st.target_count])
-        self.applied_version = self.pose.version
-        return True
+    def _run_rules(self, n: int, w: np.ndarray) -> None:
+        for rule in self._rules.get(n, ()):   # in the order added, so a rule may drive a later one
+            rule.apply(w)
+
+    def driven_targets(self, node: int | str) -> list[int]:
+        return [r.target for r in self._rules.get(self._node(node), ())]

@@ -28,6 +28,8 @@ from ..asset.model import attribute_offsets_words
 from ..errors import UsageError
 from ..gpu import memory as M
 from ..gpu.context import Context
+from ..gpu.interface import MORPH, MORPH_COMPACT, MORPH_COMPACT_WALK, MORPH_WALK
+from ..gpu.interface import MORPH_PUSH as PUSH
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
 from ..morph.gpu_data import DELTA_FORMATS, build_chunked_batch
@@ -36,15 +38,33 @@ from ..morph.state import SceneMorphPose
 if TYPE_CHECKING:
     from .morph_pass import PrimitiveInstance
 
-PUSH = np.dtype([("first_chunk", "<u4")])
 OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment, so ranges can be bound
 UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
 MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
-# SPIR-V and binding count per delta format. GPUs: active blocks compacted per workgroup in shared memory;
-# CPU devices (lavapipe): a uniform table walk without barriers (both measured; see glsl/morph_common.glsl).
-SHADERS = {"full": ("morph.comp", 8), "compact": ("morph_compact.comp", 9)}
-CPU_SHADERS = {"full": ("morph_walk.comp", 8), "compact": ("morph_compact_walk.comp", 9)}
+# Kernel per delta format. GPUs with subgroup ballots: active blocks compacted per workgroup in shared memory;
+# CPU devices (lavapipe) and GPUs without ballots: a uniform table walk, no barriers (both measured on an H200
+# and lavapipe, see bench/ and glsl/morph_common.glsl).
+SHADERS = {"full": MORPH, "compact": MORPH_COMPACT}
+CPU_SHADERS = {"full": MORPH_WALK, "compact": MORPH_COMPACT_WALK}
+
+
+def subgroup_ballot_in_compute(ctx: Context) -> bool:
+    """VkPhysicalDeviceSubgroupProperties: ballot operations supported in compute shaders."""
+    try:
+        sub = vk.VkPhysicalDeviceSubgroupProperties()
+        props = vk.VkPhysicalDeviceProperties2(pNext=sub)
+        fn = vk.vkGetInstanceProcAddr(ctx.instance, "vkGetPhysicalDeviceProperties2")
+        fn(ctx.physical_device, props)
+    except (vk.VkError, AttributeError, TypeError):   # a Vulkan 1.0 host: no subgroup query
+        return False
+    return bool(sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT) and bool(
+        sub.supportedOperations & vk.VK_SUBGROUP_FEATURE_BALLOT_BIT)
+
+
+def kernel_for(ctx: Context, delta_format: str):
+    workgroup = ctx.info.device_type != "cpu" and subgroup_ballot_in_compute(ctx)
+    return (SHADERS if workgroup else CPU_SHADERS)[delta_format]
 
 
 def _align(n: int, a: int = OUTPUT_ALIGNMENT) -> int:
@@ -78,10 +98,10 @@ class MorphBatch:
     each primitive at its own aligned offset of one STORAGE | VERTEX buffer (it starts as the full vertices)."""
 
     def __init__(self, ctx: Context, instances: Sequence[PrimitiveInstance], pose: SceneMorphPose,
-                 delta_format: str = "full"):
+                 delta_format: str = "full", slots: int = 1):
         if delta_format not in DELTA_FORMATS:
             raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
-        self.ctx, self.pose, self.delta_format = ctx, pose, delta_format
+        self.ctx, self.pose, self.delta_format, self.slots = ctx, pose, delta_format, int(slots)
         self.instances = list(instances)
         self.pipeline: ComputePipeline | None = None
         self._owned: list[M.Buffer] = []
@@ -128,26 +148,30 @@ class MorphBatch:
         for inst in self.instances:
             raw = inst.prim.vertices.view(np.uint8)
             staging[inst.vertex_offset:inst.vertex_offset + raw.nbytes] = raw
-        named = [("chunks", data.chunks), ("table", data.table), ("masks", data.masks), ("weights", None),
-                 ("deltas", data.delta_a), ("deltas_tz", data.delta_b), ("base", data.base), ("output", staging)]
+        buffers = {}
+        arrays = {"chunks": data.chunks, "table": data.table, "masks": data.masks, "deltas": data.delta_a,
+                  "deltas_tz": data.delta_b, "base": data.base}
         if self.delta_format == "compact":
-            named.append(("scales", data.scales))
-        buffers = []
-        for name, arr in named:
-            if name == "weights":
-                buf = M.device_buffer(ctx, None, M.STORAGE, size=4 * max(1, slot), name="morph weights")
-            elif name == "output":
-                buf = M.device_buffer(ctx, arr, M.STORAGE | M.VERTEX, name="morph output vertices")
-            else:
-                buf = M.device_buffer(ctx, arr, M.STORAGE, name=f"morph {name}")
-            buffers.append(self._own(buf))
-            self.gpu_bytes[name] = buf.size
-        self.weights, self.output = buffers[3], buffers[7]
+            arrays["scales"] = data.scales
+        for name, arr in arrays.items():
+            buffers[name] = self._own(M.device_buffer(ctx, arr, M.STORAGE, name=f"morph {name}"))
+        self.weights = buffers["weights"] = self._own(M.device_buffer(ctx, None, M.STORAGE, size=4 * max(1, slot),
+                                                                      name="morph weights"))
+        self.slot_stride = out_bytes     # output slot k (frames in flight) starts at k * slot_stride
+        self.output = self._own(M.device_buffer(ctx, np.tile(staging, self.slots), M.STORAGE | M.VERTEX,
+                                                name="morph output vertices"))
+        self.gpu_bytes = {name: b.size for name, b in buffers.items()}
+        self.gpu_bytes["output"] = self.output.size
         for inst in self.instances:
             inst.vertex_buffer = self.output
-        shader, n_bindings = (CPU_SHADERS if ctx.info.device_type == "cpu" else SHADERS)[self.delta_format]
-        self.pipeline = ComputePipeline(ctx, shader, n_bindings, PUSH.itemsize, max_sets=1)
-        self.descriptor_set = self.pipeline.make_set(buffers)
+        self.kernel = kernel_for(ctx, self.delta_format)
+        self.pipeline = ComputePipeline(ctx, self.kernel, max_sets=self.slots)
+        self.descriptor_sets = []
+        for k in range(self.slots):
+            buffers["output"] = (self.output, k * out_bytes, max(out_bytes, 16))
+            self.descriptor_sets.append(self.pipeline.make_set(buffers))
+            if k == 0:
+                self.buffers = dict(buffers)
         self._all = _Slot(0, slot, 0, len(data.chunks))
 
     # ------------------------------------------------------------------ per frame
@@ -158,9 +182,10 @@ class MorphBatch:
             return sum(self._upload(cb, self._slots[i].weight_offset, self._slots[i].target_count) for i in dirty)
         return self._upload(cb, 0, len(self.gpu_weights))
 
-    def record_dispatches(self, cb, dirty: Sequence[int]) -> int:
-        """Record the morph of the ``dirty`` primitives (their chunks when few, else every chunk)."""
-        self.pipeline.bind(cb, self.descriptor_set)
+    def record_dispatches(self, cb, dirty: Sequence[int], slot: int = 0) -> int:
+        """Record the morph of the ``dirty`` primitives into output ``slot`` (their chunks when few, else every
+        chunk); returns the number of vkCmdDispatch calls."""
+        self.pipeline.bind(cb, self.descriptor_sets[slot])
         slots = [self._slots[i] for i in dirty] if len(dirty) <= FEW_DIRTY else [self._all]
         calls = 0
         for s in slots:

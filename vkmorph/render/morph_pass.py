@@ -2,30 +2,35 @@
 render/morph_batch.py, ``MorphBatch``, whose docstring states the seam).
 
 ``MorphRuntime`` builds, for every node that instances a mesh, one vertex buffer range per primitive.
-Primitives with morph targets go to one ``MorphBatch`` (one descriptor set; output vertex data of each
-primitive at its own aligned offset of one STORAGE | VERTEX buffer). Primitives without targets get a plain
+Primitives with morph targets go to one ``MorphBatch`` (one descriptor set per output slot; output vertex data of
+each primitive at its own aligned offset of one STORAGE | VERTEX buffer). Primitives without targets get a plain
 vertex buffer and no compute resources.
 
-``record(cb)`` is the only per-frame call and follows the two-level version cache: nothing at all when the
-scene pose version did not move; otherwise only the primitives of nodes whose weights changed are re-uploaded
-and dispatched (one dispatch per changed primitive when few changed, one dispatch over everything when many
-did), bracketed by three named barriers: the frames-in-flight guard, transfer -> compute, and the single
-compute -> vertex-input barrier that replaces glMemoryBarrier. It records into the caller's command buffer and
-never submits, waits or destroys what it did not create, so it embeds in any renderer.
+``record(cb, slot=, consumer=)`` is the only per-frame call and follows the two-level version cache: nothing but
+pending first-use uploads when the pose did not move since this slot was last recorded; otherwise only the
+primitives of nodes whose weights changed are re-uploaded and dispatched (one dispatch per changed primitive
+when few changed, one over everything when many did), bracketed by three named barriers: the frames-in-flight
+guard, transfer -> compute, and the final compute -> consumer barrier (vertex input by default; compute;
+transfer; or handed back un-recorded). It records into the caller's command buffer and, on a borrowed context,
+never submits, waits or destroys what it did not create; see docs/embedding.md for the contract.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..anim.skeleton import Skeleton
 from ..asset.model import MeshPrimitiveAsset, SceneAsset
 from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
 from ..gpu.context import Context
+from ..gpu.pipeline import vertex_input_attributes
 from ..gpu.vk import vk
+from ..morph.bounds import ClusterBounds
 from ..morph.gpu_data import DELTA_FORMATS
 from ..morph.state import SceneMorphPose
 from .morph_batch import FEW_DIRTY, MorphBatch  # noqa: F401  (FEW_DIRTY re-exported for tests)
@@ -37,8 +42,13 @@ class FrameCounters:
     skipped: int = 0         # morphing primitives left as they were
     dispatch_calls: int = 0  # vkCmdDispatch calls recorded
     bytes_uploaded: int = 0
-    barriers: int = 0
+    barriers: int = 0        # pipeline barriers recorded
     pose_skipped: bool = False
+    uploads: int = 0         # first-use uploads recorded (borrowed contexts)
+    serial: int = 0          # the serial of this recording (0: nothing recorded); report it via ctx.completed()
+    slot: int = 0
+    final_barrier: barriers.Barrier | None = None  # the compute -> consumer barrier, recorded or handed back
+    final_barrier_recorded: bool = False
 
 
 @dataclass
@@ -49,16 +59,8 @@ class VertexInput:
     attributes: list[tuple[int, str, int, int]]  # (location, name, VkFormat, byte offset)
 
 
-_FORMATS = {("<f4", 2): vk.VK_FORMAT_R32G32_SFLOAT, ("<f4", 3): vk.VK_FORMAT_R32G32B32_SFLOAT,
-            ("<f4", 4): vk.VK_FORMAT_R32G32B32A32_SFLOAT, ("<u4", 4): vk.VK_FORMAT_R32G32B32A32_UINT}
-
-
 def vertex_input_of(dtype: np.dtype) -> VertexInput:
-    attrs = []
-    for loc, name in enumerate(dtype.names):
-        sub, off = dtype.fields[name][:2]
-        attrs.append((loc, name, _FORMATS[(sub.base.str, sub.shape[0])], off))
-    return VertexInput(stride=dtype.itemsize, attributes=attrs)
+    return VertexInput(stride=dtype.itemsize, attributes=vertex_input_attributes(dtype))
 
 
 class PrimitiveInstance:
@@ -83,38 +85,83 @@ class PrimitiveInstance:
         return self.prim.vertices.nbytes
 
 
+@dataclass
+class Draw:
+    """Everything a host needs to draw one primitive instance with its own pipeline (vkCmdDrawIndexed)."""
+
+    node: int
+    node_name: str
+    primitive: int
+    vertex_buffer: object      # VkBuffer
+    vertex_offset: int         # bytes, for vkCmdBindVertexBuffers
+    vertex_count: int
+    vertex_input: VertexInput
+    index_buffer: object       # VkBuffer
+    index_offset: int          # bytes, for vkCmdBindIndexBuffer
+    index_type: int            # VK_INDEX_TYPE_UINT32
+    index_count: int
+    first_index: int
+    world: np.ndarray          # (4, 4) float32 node world matrix, column vectors (M @ v)
+    skin: int | None
+    joint_palette: np.ndarray | None  # (J, 4, 4) float32: inverse(node world) x joint world x inverse bind
+    morphing: bool
+
+
 class MorphRuntime:
     """Everything vkmorph needs on the GPU for one scene; the embedding facade.
 
-    >>> rt = MorphRuntime(Context.from_external(...), load_scene("face.glb"))
-    >>> rt.pose.set_weights("Head", [0.0, 1.0, 0.3])
-    >>> counters = rt.record(command_buffer)          # inside your frame, before your draws
-    >>> buf, offset = rt.vertex_buffer(node), rt.vertex_buffer_offset(node); layout = rt.vertex_input(node)
+    >>> ctx = Context.from_external(instance, physical_device, device, queue, family)
+    >>> rt = MorphRuntime(ctx, load_scene("face.glb"), slots=frames_in_flight)
+    >>> rt.set_weights("Head", [0.0, 1.0, 0.3])
+    >>> c = rt.record(cb, slot=frame % frames_in_flight)   # in your frame, outside a render pass
+    >>> for d in rt.draws(slot=frame % frames_in_flight): ...  # bind d.vertex_buffer at d.vertex_offset, draw
+    >>> ctx.completed(c.serial)                            # once that frame's fence signalled
 
     ``delta_format``: "full" (64-byte float deltas, exact) or "compact" (24-byte snorm16 deltas scaled per
     target; position error per component <= sum(w * scale) / 65534, see morph_compact.comp).
+    ``slots``: output copies, one per frame in flight, so morphing frame N+1 overlaps drawing frame N.
+    ``weight_range``: allowed weights (None: the file's, at least [0, 1]; the conservative bounds follow it);
+    ``clamp``: clamp weights outside it with a warning instead of raising ``UsageError``.
     """
 
-    def __init__(self, ctx: Context, scene: SceneAsset, weight_range: tuple[float, float] = (0.0, 1.0),
-                 delta_format: str = "full"):
+    def __init__(self, ctx: Context, scene: SceneAsset, weight_range: tuple[float, float] | None = None,
+                 delta_format: str = "full", slots: int = 1, clamp: bool = False):
+        if not isinstance(ctx, Context):
+            raise UsageError(f"MorphRuntime needs a vkmorph Context (Context.create or Context.from_external), "
+                             f"got {type(ctx).__name__}")
+        ctx.check_alive("MorphRuntime()")
+        if not isinstance(scene, SceneAsset):
+            raise UsageError(f"MorphRuntime needs a scene from vkmorph.load_scene(path), got {type(scene).__name__}")
         if delta_format not in DELTA_FORMATS:
             raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
-        self.ctx, self.scene, self.delta_format = ctx, scene, delta_format
-        self.pose = SceneMorphPose(scene, weight_range)
+        if isinstance(slots, bool) or not isinstance(slots, (int, np.integer)) or slots < 1:
+            raise UsageError(f"slots must be an int >= 1 (one per frame in flight), got {slots!r}")
+        self.ctx, self.scene, self.delta_format, self.slots = ctx, scene, delta_format, int(slots)
+        self.pose = SceneMorphPose(scene, weight_range, clamp=clamp)  # None: the file's range
+        self.skeleton = Skeleton(scene)
         self.batch: MorphBatch | None = None
         self.instances: list[PrimitiveInstance] = []
         self.morphing: list[PrimitiveInstance] = []
         self._by_key: dict[tuple[int, int], PrimitiveInstance] = {}
         self._by_node: dict[int, list[int]] = {}  # node -> indices into morphing (= the batch's order)
         self._owned: list[M.Buffer] = []
-        self.applied_pose_version = -1
+        self._slot_version = [-1] * self.slots
+        self._slot_pending: list[set[int]] = []
+        self._last_serial = 0
+        self._destroyed = False
         self.last_counters = FrameCounters()
         self.gpu_bytes: dict[str, int] = {}
+        self._cluster_bounds: dict[int, ClusterBounds] = {}   # per primitive, built on first bounds() call
+        names: dict[str, list[int]] = {}
+        for i, n in enumerate(scene.nodes):
+            names.setdefault(n.name, []).append(i)
+        self._names = names
         try:
             self._build()
         except BaseException:
-            self.destroy()
+            self._release()
             raise
+        self._slot_pending = [set(range(len(self.morphing))) for _ in range(self.slots)]
 
     def _own(self, buf: M.Buffer) -> M.Buffer:
         self._owned.append(buf)
@@ -129,7 +176,7 @@ class MorphRuntime:
             for p_i, prim in enumerate(scene.meshes[node.mesh].primitives):
                 if id(prim) not in index_buffers:
                     index_buffers[id(prim)] = self._own(M.device_buffer(ctx, prim.indices.astype(np.uint32), M.INDEX,
-                                                                        name="indices"))
+                                                                        name=f"indices n{node_i}p{p_i}"))
                 inst = PrimitiveInstance(node_i, p_i, prim, index_buffers[id(prim)])
                 self.instances.append(inst)
                 self._by_key[(node_i, p_i)] = inst
@@ -140,7 +187,7 @@ class MorphRuntime:
                     inst.vertex_buffer = self._own(M.device_buffer(ctx, prim.vertices, M.VERTEX | M.STORAGE,
                                                                    name=f"vertices n{node_i}p{p_i}"))
         if self.morphing:
-            self.batch = MorphBatch(ctx, self.morphing, self.pose, self.delta_format)
+            self.batch = MorphBatch(ctx, self.morphing, self.pose, self.delta_format, self.slots)
             self.gpu_bytes = self.batch.gpu_bytes
 
     @property
@@ -151,80 +198,237 @@ class MorphRuntime:
     def total_deltas(self) -> int:
         return self.batch.total_deltas if self.batch else 0
 
+    def memory_stats(self) -> dict:
+        """The Context's allocator counts: VkDeviceMemory allocations, buffers in them, bytes."""
+        self._check("memory_stats")
+        return M.Allocator.of(self.ctx).stats()
+
+    # ------------------------------------------------------------------ checks
+    def _check(self, what: str) -> None:
+        if self._destroyed:
+            raise UsageError(f"MorphRuntime.{what}: the runtime was destroyed; build a new MorphRuntime")
+        self.ctx.check_alive(f"MorphRuntime.{what}")
+
+    def _slot(self, slot) -> int:
+        if isinstance(slot, bool) or not isinstance(slot, (int, np.integer)) or not 0 <= slot < self.slots:
+            raise UsageError(f"slot must be an int in [0, {self.slots}) (the runtime has {self.slots} output "
+                             f"slots), got {slot!r}")
+        return int(slot)
+
+    def node_index(self, node: int | str) -> int:
+        """A node by its index in the scene (the importer's node order, as ``info`` lists it) or by its name.
+        A name shared by several nodes or unknown is a UsageError listing what to pass instead."""
+        if isinstance(node, str):
+            hits = self._names.get(node)
+            if not hits:
+                known = sorted(n for n in self._names if n)[:8]
+                raise UsageError(f"no node named {node!r}; nodes include {known}")
+            if len(hits) > 1:
+                raise UsageError(f"node name {node!r} is shared by nodes {hits}: pass the node index")
+            return hits[0]
+        if isinstance(node, bool) or not isinstance(node, (int, np.integer)):
+            raise UsageError(f"a node is an index or a name, got {type(node).__name__}")
+        if not 0 <= node < len(self.scene.nodes):
+            raise UsageError(f"node {node} out of range: the scene has {len(self.scene.nodes)} nodes")
+        return int(node)
+
     # ------------------------------------------------------------------ per frame
     def set_weights(self, node: int | str, weights) -> bool:
         """Set a node's morph weights (all its primitives); True when anything changed."""
-        return self.pose.set_weights(node, weights)
+        self._check("set_weights")
+        n = self.node_index(node)
+        if isinstance(weights, Mapping):   # {target name or index: weight}
+            return self.pose.set_weights(n, weights)
+        try:
+            arr = np.asarray(weights, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise UsageError(f"node {n}: weights must be a sequence of numbers, got {weights!r:.80}") from None
+        return self.pose.set_weights(n, arr)
 
-    def record(self, cb) -> FrameCounters:
-        """Record this frame's version-gated morph work into ``cb``; returns what was recorded."""
-        c = FrameCounters()
-        if self.pose.version == self.applied_pose_version or not self.morphing:  # level 1
+    def set_weight(self, node: int | str, target: int | str, value: float) -> bool:
+        """Set one target by name or index (``rt.set_weight("Head", "MouthOpen", 0.7)``)."""
+        return self.set_weights(node, {target: value})
+
+    def record(self, cb, *, slot: int = 0, consumer: str = "vertex", emit_barrier: bool = True) -> FrameCounters:
+        """Record this frame's version-gated morph work into ``cb`` (the host's command buffer: recording,
+        outside a render pass, from a compute-capable pool of the context's queue family); returns what was
+        recorded. ``slot``: which output copy this frame writes and draws (0..slots-1). ``consumer``: where the
+        output goes next ("vertex", "compute", "transfer"), which picks the final barrier; ``emit_barrier=False``
+        leaves that barrier to the host (``counters.final_barrier`` says what it must cover)."""
+        self._check("record")
+        self.ctx.check_command_buffer(cb, "MorphRuntime.record")
+        slot = self._slot(slot)
+        if consumer not in barriers.CONSUMERS:
+            raise UsageError(f"consumer must be one of {sorted(barriers.CONSUMERS)}, got {consumer!r}")
+        c = FrameCounters(slot=slot)
+        if self.ctx.has_pending:
+            c.uploads = self.ctx.record_pending(cb)
+            c.barriers += 1
+            c.serial = self._last_serial = self.ctx.last_serial
+        if self._slot_version[slot] == self.pose.version or not self.morphing:  # level 1
             c.pose_skipped, c.skipped = True, len(self.morphing)
             self.last_counters = c
             return c
-        first = self.applied_pose_version < 0
-        self.applied_pose_version = self.pose.version
-        dirty_nodes = self.pose.take_dirty()
-        dirty = list(range(len(self.morphing))) if first else [i for n in dirty_nodes for i in self._by_node.get(n, ())]
+        self._slot_version[slot] = self.pose.version
+        changed = [i for n in self.pose.take_dirty() for i in self._by_node.get(n, ())]
+        for pending in self._slot_pending:
+            pending.update(changed)
+        dirty = sorted(self._slot_pending[slot])
+        self._slot_pending[slot].clear()
         c.skipped = len(self.morphing) - len(dirty)
         if not dirty:
             self.last_counters = c
             return c
-        barriers.previous_frame_to_morph_writes(cb)
+        if not c.serial:
+            c.serial = self._last_serial = self.ctx.next_serial()
+        guard = barriers.PREVIOUS_FRAME_TO_MORPH if self.slots == 1 else barriers.PREVIOUS_MORPH_TO_MORPH
+        c.barriers += barriers.record(cb, guard)
         c.bytes_uploaded = self.batch.record_uploads(cb, dirty)
-        barriers.transfer_write_to_compute_read(cb)
-        c.dispatch_calls = self.batch.record_dispatches(cb, dirty)
-        barriers.compute_write_to_vertex_read(cb)
-        c.barriers = 3
+        c.barriers += barriers.record(cb, barriers.TRANSFER_TO_COMPUTE)
+        c.dispatch_calls = self.batch.record_dispatches(cb, dirty, slot)
+        c.final_barrier = barriers.CONSUMERS[consumer]
+        if emit_barrier:
+            c.barriers += barriers.record(cb, c.final_barrier)
+            c.final_barrier_recorded = True
         c.dispatched = len(dirty)
         self.last_counters = c
         return c
 
     # ------------------------------------------------------------------ queries
     def instance(self, node: int | str, primitive: int = 0) -> PrimitiveInstance:
-        if isinstance(node, str):
-            try:
-                node = self.scene.node_index(node)
-            except KeyError:
-                raise UsageError(f"no node named {node!r}") from None
+        self._check("instance")
+        n = self.node_index(node)
         try:
-            return self._by_key[(node, primitive)]
-        except KeyError:
-            raise UsageError(f"node {node} primitive {primitive} is not drawn by this runtime") from None
+            return self._by_key[(n, primitive)]
+        except (KeyError, TypeError):
+            raise UsageError(f"node {n} primitive {primitive!r} is not drawn by this runtime") from None
+
+    def _inst(self, node) -> PrimitiveInstance:
+        return node if isinstance(node, PrimitiveInstance) else self.instance(node)
 
     def vertex_buffer(self, node: int | str, primitive: int = 0):
         """VkBuffer to bind as vertex input (the batch's morph output for primitives with targets)."""
         return self.instance(node, primitive).vertex_buffer.handle
 
-    def vertex_buffer_offset(self, node: int | str, primitive: int = 0) -> int:
-        """Byte offset to pass with vertex_buffer() to vkCmdBindVertexBuffers."""
-        return self.instance(node, primitive).vertex_offset
+    def vertex_buffer_offset(self, node: int | str, primitive: int = 0, slot: int = 0) -> int:
+        """Byte offset to pass with vertex_buffer() to vkCmdBindVertexBuffers, for output ``slot``."""
+        inst = self.instance(node, primitive)
+        return self._offset(inst, self._slot(slot))
+
+    def _offset(self, inst: PrimitiveInstance, slot: int) -> int:
+        return inst.vertex_offset + (slot * self.batch.slot_stride if inst.is_morphing else 0)
 
     def index_buffer(self, node: int | str, primitive: int = 0):
         """VkBuffer of uint32 triangle-list indices."""
         return self.instance(node, primitive).index_buffer.handle
 
+    def bounds(self, node: int | str, primitive: int = 0) -> np.ndarray:
+        """(2, 3) [min, max] of the primitive's morphed positions at the CURRENT weights, in mesh space (before
+        skinning and the node transform; ``vkmorph.morph.bounds.transform_box`` takes it to world space).
+        Conservative (contains every deformed vertex) and tight; CPU only, no readback (morph/bounds.py)."""
+        inst = self.instance(node, primitive)
+        cb = self._cluster_bounds.get(id(inst.prim))
+        if cb is None:
+            cb = self._cluster_bounds[id(inst.prim)] = ClusterBounds(inst.prim)
+        w = self.pose.weights(inst.node)[:inst.target_count] if inst.is_morphing else np.zeros(0)
+        return cb.at(w)
+
     def vertex_input(self, node: int | str, primitive: int = 0) -> VertexInput:
         return vertex_input_of(self.instance(node, primitive).prim.vertices.dtype)
 
-    def read_vertices(self, inst: PrimitiveInstance) -> np.ndarray:
-        """Read a primitive's vertices back (submits and waits: for tests and tools, not per frame)."""
-        raw = M.readback(self.ctx, inst.vertex_buffer, np.uint8, count=inst.vertex_bytes, offset=inst.vertex_offset)
+    def draws(self, slot: int = 0, skeleton: Skeleton | None = None) -> list[Draw]:
+        """One Draw per primitive instance, for output ``slot``, with world transforms and joint palettes from
+        ``skeleton`` (default ``self.skeleton``, which an AnimationPlayer(scene, rt.pose, rt.skeleton) animates)."""
+        self._check("draws")
+        slot = self._slot(slot)
+        skel = skeleton if skeleton is not None else self.skeleton
+        world = skel.world_matrices()
+        out = []
+        for inst in self.instances:
+            p = inst.prim
+            palette = skel.skin_matrices(p.skin, inst.node) if p.is_skinned else None
+            out.append(Draw(node=inst.node, node_name=self.scene.nodes[inst.node].name, primitive=inst.prim_index,
+                            vertex_buffer=inst.vertex_buffer.handle, vertex_offset=self._offset(inst, slot),
+                            vertex_count=p.vertex_count, vertex_input=vertex_input_of(p.vertices.dtype),
+                            index_buffer=inst.index_buffer.handle, index_offset=0,
+                            index_type=vk.VK_INDEX_TYPE_UINT32, index_count=inst.index_count, first_index=0,
+                            world=world[inst.node].astype(np.float32), skin=p.skin if p.is_skinned else None,
+                            joint_palette=palette, morphing=inst.is_morphing))
+        return out
+
+    def read_vertices(self, node, primitive: int = 0, slot: int = 0) -> np.ndarray:
+        """Read a primitive's vertices back. Blocking convenience of owned contexts (submits and waits); on a
+        borrowed context use record_readback()."""
+        self._check("read_vertices")
+        inst = node if isinstance(node, PrimitiveInstance) else self.instance(node, primitive)
+        if not self.ctx.owned:
+            raise UsageError("read_vertices submits and waits, which vkmorph never does on a borrowed context: "
+                             "use rt.record_readback(cb, node) and .vertices() after your fence")
+        raw = M.readback(self.ctx, inst.vertex_buffer, np.uint8, count=inst.vertex_bytes,
+                         offset=self._offset(inst, self._slot(slot)))
         return raw.view(inst.prim.vertices.dtype)
 
-    def destroy(self) -> None:
-        for b in self._owned:
+    def record_readback(self, cb, node, primitive: int = 0, slot: int = 0) -> Readback:
+        """Record a copy of a primitive's vertices (output ``slot``) into a host-visible buffer, in ``cb``; read
+        it with ``.vertices()`` once the host reported the returned serial complete (ctx.completed)."""
+        self._check("record_readback")
+        self.ctx.check_command_buffer(cb, "MorphRuntime.record_readback")
+        inst = node if isinstance(node, PrimitiveInstance) else self.instance(node, primitive)
+        return Readback(self.ctx, cb, inst, self._offset(inst, self._slot(slot)))
+
+    # ------------------------------------------------------------------ teardown
+    def _release(self) -> None:
+        for b in reversed(self._owned):
             b.destroy()
         self._owned.clear()
-        self.instances.clear()
-        self.morphing.clear()
         if self.batch is not None:
             self.batch.destroy()
             self.batch = None
+
+    def destroy(self) -> None:
+        """Release the runtime's GPU objects (idempotent). Work it recorded that the host has not yet reported
+        complete keeps them alive until ``ctx.completed(serial)`` (or ctx.destroy()): safe with frames in
+        flight. Any later call raises UsageError."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        self.instances.clear()
+        self.morphing.clear()
+        self._by_key.clear()
+        self.ctx.retire("morph runtime", self._release, self._last_serial)
 
     def __enter__(self) -> MorphRuntime:
         return self
 
     def __exit__(self, *exc) -> None:
         self.destroy()
+
+
+class Readback:
+    """A primitive's vertices copied into a host buffer by the host's command buffer (see record_readback)."""
+
+    def __init__(self, ctx: Context, cb, inst: PrimitiveInstance, offset: int):
+        self.ctx, self.inst = ctx, inst
+        n = inst.vertex_bytes
+        self.buffer = M.host_buffer(ctx, n, M.TRANSFER_DST, name=f"readback n{inst.node}p{inst.prim_index}")
+        barriers.record(cb, barriers.ALL_TO_TRANSFER_READ)
+        vk.vkCmdCopyBuffer(cb, inst.vertex_buffer.handle, self.buffer.handle, 1,
+                           [vk.VkBufferCopy(srcOffset=offset, dstOffset=0, size=n)])
+        barriers.record(cb, barriers.TRANSFER_TO_HOST)
+        self.serial = ctx.next_serial()
+
+    def vertices(self) -> np.ndarray:
+        """The vertices (a copy); frees the host buffer. UsageError until the host reported completion."""
+        if self.buffer is None:
+            raise UsageError("Readback.vertices() was already called")
+        if self.ctx.completed_serial < self.serial:
+            raise UsageError(f"the readback (serial {self.serial}) is not reported complete: wait for the fence of "
+                             f"the command buffer it was recorded into, then call ctx.completed({self.serial})")
+        out = self.buffer.mapped.copy().view(self.inst.prim.vertices.dtype)
+        self.destroy()
+        return out
+
+    def destroy(self) -> None:
+        if self.buffer is not None:
+            self.ctx.retire("readback buffer", self.buffer.destroy, self.serial)
+            self.buffer = None

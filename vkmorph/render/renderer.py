@@ -14,20 +14,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..anim.skeleton import Skeleton
-from ..asset.model import SKINNED_VERTEX, STATIC_VERTEX, MeshPrimitiveAsset, SceneAsset
+from ..asset.model import STATIC_VERTEX, MeshPrimitiveAsset, SceneAsset
 from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
 from ..gpu.image import DEPTH_FORMAT, Image, Sampler
+from ..gpu.interface import FRAME_UBO, ITEM_PUSH, SCENE, SKINNED_INPUT, STATIC_INPUT
+from ..gpu.pipeline import descriptor_type, push_constant_stages, set_layout_bindings
 from ..gpu.vk import vk
 from ..morph.reference import skin_reference
 from .camera import OrbitCamera, light_view_proj
 from .morph_pass import FrameCounters, MorphRuntime, PrimitiveInstance, vertex_input_of
 from .skin_capture import palette_bytes
 
-FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
-                      ("camera_pos", "<f4", 4), ("ambient", "<f4", 4)])
-ITEM_PUSH = np.dtype([("model", "<f4", 16), ("base_color", "<f4", 4), ("pass", "<i4"), ("heat_joint", "<i4")])
 GROUND_COLOR = (0.36, 0.36, 0.34, 1.0)
 SKY_COLOR = (0.62, 0.72, 0.85, 1.0)
 
@@ -124,15 +123,12 @@ class SceneRenderer:
         self.forward_pass = G.forward_render_pass(ctx, g, self.color_format, DEPTH_FORMAT, color_final_layout)
         self.shadow_fb = G.framebuffer(ctx, g, self.shadow_pass, [self.shadow_map.view], self.shadow_size,
                                        self.shadow_size)
-        vf = vk.VK_SHADER_STAGE_VERTEX_BIT | vk.VK_SHADER_STAGE_FRAGMENT_BIT
-        self.frame_layout = G.set_layout(ctx, g, [
-            (0, vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, vk.VK_SHADER_STAGE_FRAGMENT_BIT),
-            (1, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, vf)])
-        self.item_layout = G.set_layout(ctx, g, [(0, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                  vk.VK_SHADER_STAGE_VERTEX_BIT)])
-        self.layout = G.pipeline_layout(ctx, g, [self.frame_layout, self.item_layout], ITEM_PUSH.itemsize, vf)
-        static_in = vertex_input_of(STATIC_VERTEX)
-        skinned_in = vertex_input_of(SKINNED_VERTEX)
+        self.frame_layout = G.set_layout(ctx, g, set_layout_bindings(SCENE, 0))
+        self.item_layout = G.set_layout(ctx, g, set_layout_bindings(SCENE, 1))
+        self.layout = G.pipeline_layout(ctx, g, [self.frame_layout, self.item_layout], SCENE.push.size,
+                                        push_constant_stages(SCENE))
+        static_in = vertex_input_of(STATIC_INPUT.vertex)
+        skinned_in = vertex_input_of(SKINNED_INPUT.vertex)
 
         def spec(vs, fs, vin, bias):
             return G.PipelineSpec(vs, fs, vin.stride, [(loc, fmt, off) for loc, _, fmt, off in vin.attributes],
@@ -164,15 +160,16 @@ class SceneRenderer:
         for _ in range(self.slots):
             ubo = self._buffer(M.host_buffer(ctx, FRAME_UBO.itemsize, M.UNIFORM, name="frame constants"))
             s = G.allocate_set(ctx, self.pool, self.frame_layout)
-            G.write_image(ctx, s, 0, self.shadow_map.view, self.shadow_sampler.handle,
+            G.write_image(ctx, s, SCENE["shadow_map"].binding, self.shadow_map.view, self.shadow_sampler.handle,
                           vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
-            G.write_buffer(ctx, s, 1, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, ubo.handle)
+            G.write_buffer(ctx, s, SCENE["frame"].binding, descriptor_type(SCENE["frame"]), ubo.handle)
             self.frame_ubos.append(ubo)
             self.frame_sets.append(s)
         # static items bind a one-matrix identity palette so every item uses the same pipeline layout
         ident = self._buffer(M.device_buffer(ctx, palette_bytes(np.eye(4)[None]), M.STORAGE, name="identity palette"))
         ident_set = G.allocate_set(ctx, self.pool, self.item_layout)
-        G.write_buffer(ctx, ident_set, 0, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, ident.handle)
+        palette = SCENE["palette"]
+        G.write_buffer(ctx, ident_set, palette.binding, descriptor_type(palette), ident.handle)
         self._palettes: dict[tuple[int, int], M.Buffer] = {}
         for it in self.items:
             for p in range(2):
@@ -188,7 +185,7 @@ class SceneRenderer:
                 for slot in range(self.slots):
                     buf = self._buffer(M.host_buffer(ctx, 64 * joints, M.STORAGE, name="skinning palette"))
                     s = G.allocate_set(ctx, self.pool, self.item_layout)
-                    G.write_buffer(ctx, s, 0, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, buf.handle)
+                    G.write_buffer(ctx, s, palette.binding, descriptor_type(palette), buf.handle)
                     it.palette_sets.append(s)
                     self._palettes[(id(it), slot)] = buf
             else:
@@ -204,16 +201,18 @@ class SceneRenderer:
             p = inst.prim
             v = p.vertices
             pos = v["position"].astype(np.float64)
-            if p.is_skinned:
-                mats = self.skeleton.skin_matrices(p.skin, inst.node)
+            xf = world[inst.node]
+            if p.is_skinned:  # world-space palette, identity model matrix: no inverse of the mesh node
+                mats = self.skeleton.skin_matrices(p.skin)
                 pos, _, _ = skin_reference(pos, v["normal"], v["tangent"], v["joints"], v["weights"], mats)
-            wp = pos @ world[inst.node][:3, :3].T + world[inst.node][:3, 3]
+                xf = np.eye(4)
+            wp = pos @ xf[:3, :3].T + xf[:3, 3]
             lo_r = hi_r = np.zeros(3)
             if inst.conservative_bounds is not None:  # how far morphs can push past the rest pose, per axis
                 cb = inst.conservative_bounds
                 lo_r = np.maximum(v["position"].min(axis=0) - cb[0], 0.0)
                 hi_r = np.maximum(cb[1] - v["position"].max(axis=0), 0.0)
-            grow = np.abs(world[inst.node][:3, :3]) @ np.maximum(lo_r, hi_r)  # box transform, conservative
+            grow = np.abs(xf[:3, :3]) @ np.maximum(lo_r, hi_r)  # box transform, conservative
             lo = np.minimum(lo, wp.min(axis=0) - grow)
             hi = np.maximum(hi, wp.max(axis=0) + grow)
         if not np.isfinite(lo).all():
@@ -239,21 +238,21 @@ class SceneRenderer:
         d = self.light_dir / np.linalg.norm(self.light_dir)
         f["light_dir"] = (*d, self.light_intensity)
         f["camera_pos"] = (*self.camera.eye, 1.0)
-        f["ambient"] = (0.35, 0.38, 0.45, 0.0015)
+        f["ambient"] = (0.35, 0.38, 0.45, 0.0)   # the shadow bias is SHADOW_BIAS in gpu/interface.py
         self.frame_ubos[slot].mapped[:] = f.view(np.uint8)
         if self._slot_versions[slot] == self.skeleton.version and self._heat_applied == self.heat_joint:
             return
         world = self.skeleton.world_matrices()
         for it in self.items:
-            if it.node is not None:
-                m = _col_major(world[it.node])
+            if it.node is not None:  # skinned: world-space palette below, so identity here (glTF ignores it)
+                m = _col_major(np.eye(4) if it.skinned else world[it.node])
                 it.push[0]["model"] = m
                 it.push[1]["model"] = m
             # heat map: skinned items show the joint weight, other characters read as "no influence", ground stays
             off = -1 if self.heat_joint < 0 or it.node is None else 10**6
             it.push[0]["heat_joint"] = self.heat_joint if it.skinned else off
             if it.skinned:
-                mats = self.skeleton.skin_matrices(it.skin, it.node)
+                mats = self.skeleton.skin_matrices(it.skin)
                 self._palettes[(id(it), slot)].mapped[:] = palette_bytes(mats).reshape(-1).view(np.uint8)
         self._slot_versions[slot] = self.skeleton.version
         self._heat_applied = self.heat_joint
@@ -286,7 +285,7 @@ class SceneRenderer:
 
     def _draw_items(self, cb, slot: int, pass_name: str, p: int) -> None:
         bound = None
-        stages = vk.VK_SHADER_STAGE_VERTEX_BIT | vk.VK_SHADER_STAGE_FRAGMENT_BIT
+        stages = push_constant_stages(SCENE)
         for it in self.items:
             if pass_name == "shadow" and it.node is None:
                 continue  # the ground receives shadows but casts none

@@ -12,6 +12,7 @@ from ..asset.model import attribute_offsets_words
 from ..gpu import barriers
 from ..gpu import memory as M
 from ..gpu.context import Context
+from ..gpu.interface import SKIN_CAPTURE, SKIN_CAPTURE_PUSH
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
 
@@ -24,7 +25,7 @@ def palette_bytes(skin_matrices: np.ndarray) -> np.ndarray:
 class SkinCapture:
     def __init__(self, ctx: Context, max_runs: int = 16):
         self.ctx = ctx
-        self.pipeline = ComputePipeline(ctx, "skin.comp", 3, 7 * 4, max_sets=max(1, max_runs))
+        self.pipeline = ComputePipeline(ctx, SKIN_CAPTURE, max_sets=max(1, max_runs))
 
     def run(self, vertex_buffer: M.Buffer, offset: int, dtype: np.dtype, vertex_count: int,
             skin_matrices: np.ndarray):
@@ -36,16 +37,17 @@ class SkinCapture:
         out = M.device_buffer(ctx, None, M.STORAGE, size=48 * max(1, vertex_count), name="capture output")
         try:
             palette.mapped[:] = pal.reshape(-1).view(np.uint8)
-            dset = self.pipeline.make_set([(vertex_buffer, offset, vertex_count * dtype.itemsize), palette, out])
+            dset = self.pipeline.make_set({"vertices": (vertex_buffer, offset, vertex_count * dtype.itemsize),
+                                           "palette": palette, "output": out})
             o = attribute_offsets_words(dtype)
-            push = np.array([vertex_count, dtype.itemsize // 4, o["position"], o["normal"], o["tangent"],
-                             o["joints"], o["weights"]], np.uint32)
+            push = np.array([(vertex_count, dtype.itemsize // 4, o["position"], o["normal"], o["tangent"],
+                              o["joints"], o["weights"])], SKIN_CAPTURE_PUSH)
 
             def record(cb):
                 barriers.compute_write_to_compute_read(cb)  # the morph dispatch wrote the vertex buffer
                 self.pipeline.bind(cb, dset)
-                self.pipeline.push(cb, M.cffi_pointer(push), push.nbytes)
-                vk.vkCmdDispatch(cb, (vertex_count + 63) // 64, 1, 1)
+                self.pipeline.push(cb, M.cffi_pointer(push))
+                vk.vkCmdDispatch(cb, self.pipeline.groups(vertex_count), 1, 1)
 
             ctx.submit_and_wait(record)
             values = M.readback(ctx, out, np.float32).reshape(-1, 3, 4)[:vertex_count]

@@ -1,0 +1,54 @@
+"""Pipelines from interface declarations: descriptors by name, and the one error path of Vulkan calls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def test_call_names_the_call_and_the_result(monkeypatch):
+    from vkmorph.errors import GpuError
+    from vkmorph.gpu import vk as V
+
+    def fails(*args):
+        raise V.vk.VkErrorOutOfDeviceMemory()
+
+    monkeypatch.setattr(V.vk, "vkCreateFence", fails)
+    with pytest.raises(GpuError) as e:
+        V.call("vkCreateFence", None, None, None, what="frame fence")
+    assert str(e.value) == "vkCreateFence (frame fence) failed: VK_ERROR_OUT_OF_DEVICE_MEMORY"
+    assert V.result_name(V.vk.VkErrorOutOfPoolMemory()) == "VK_ERROR_OUT_OF_POOL_MEMORY"
+    with pytest.raises(GpuError, match=r"^vkCreateSwapchainKHR failed: VK_ERROR_OUT_OF_DEVICE_MEMORY$"):
+        V.call("vkCreateSwapchainKHR", None, None, None, fn=fails)   # an extension function from a proc address
+    assert V.call("vkCreateFence", 1, 2, fn=lambda a, b: a + b) == 3
+
+
+def test_descriptors_by_name(ctx):
+    """make_set wants exactly the interface's binding names; a swapped pair lands where its NAME says."""
+    from vkmorph.errors import GpuError
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.interface import COPY, COPY_PUSH
+    from vkmorph.gpu.pipeline import ComputePipeline
+    from vkmorph.gpu.vk import vk
+
+    data = np.arange(300 * 4, dtype=np.uint32).reshape(-1, 4)
+    src = M.device_buffer(ctx, data, M.STORAGE, name="src")
+    dst = M.device_buffer(ctx, None, M.STORAGE, size=data.nbytes, name="dst")
+    pipe = ComputePipeline(ctx, COPY, max_sets=1)
+    try:
+        with pytest.raises(GpuError, match=r"missing \['dst'\], unknown \['out'\]"):
+            pipe.make_set({"src": src, "out": dst})
+        dset = pipe.make_set({"dst": dst, "src": src})   # dict order is irrelevant
+        push = np.array([(len(data), 7)], COPY_PUSH)
+
+        def record(cb):
+            pipe.bind(cb, dset)
+            pipe.push(cb, M.cffi_pointer(push))
+            vk.vkCmdDispatch(cb, pipe.groups(len(data)), 1, 1)
+
+        ctx.submit_and_wait(record)
+        np.testing.assert_array_equal(M.readback(ctx, dst, np.uint32).reshape(-1, 4), data ^ np.uint32(7))
+        assert pipe.groups(len(data)) == 2 and COPY.local_size == 256
+    finally:
+        for o in (pipe, src, dst):
+            o.destroy()

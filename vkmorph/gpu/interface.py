@@ -1,0 +1,351 @@
+"""Shader interfaces, declared once (the model is pygfx's ``renderers/wgpu/shader/bindings.py``).
+
+Each ``ShaderInterface`` below is the single declaration of what a pipeline's shaders and its Python side share:
+descriptor bindings by name (set, binding number, descriptor kind, stages, the element of a storage buffer as a
+GLSL type or a numpy struct dtype), push constants (a numpy dtype), the compute local size, vertex inputs (the
+vertex dtypes of ``asset/model.py``) and named constants. From it
+
+* ``tools/compile_shaders.py`` writes ``glsl/gen/<name>.glsl``, the GLSL declarations the shaders ``#include``
+  (``--check`` fails when one is stale, as for SPIR-V, and when a generated layout disagrees with its dtype);
+* ``gpu/pipeline.py`` builds descriptor set layouts, pipeline layouts, push-constant ranges, descriptor writes
+  (by binding NAME, never list position) and vertex-input descriptions.
+
+Naming rule: a Python name in snake_case becomes camelCase in GLSL (``first_vertex`` -> ``firstVertex``,
+``base_vertices`` -> ``baseVertices``), its block name CamelCase (``BaseVertices``); vertex attribute ``normal``
+becomes ``inNormal``. ``member``/``block``/``instance`` override the derived GLSL names where a shader's code
+reads them differently. A numpy field of 16 float32 is a column-major ``mat4``.
+
+This module imports numpy only (no Vulkan), so the shader tool runs without a Vulkan loader.
+See docs/architecture.md, "Shader interfaces", for adding a binding or a vertex attribute step by step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..asset.model import SKINNED_VERTEX, STATIC_VERTEX
+from ..morph.gpu_data import BLOCK_ENTRY, CHUNK, CHUNK_HEADER
+
+# descriptor kinds
+STORAGE, UNIFORM, SAMPLER = "storage", "uniform", "sampler"
+# shader stages
+COMPUTE, VERTEX, FRAGMENT = "compute", "vertex", "fragment"
+
+
+def camel(name: str) -> str:
+    """``first_vertex`` -> ``firstVertex``."""
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def pascal(name: str) -> str:
+    """``base_vertices`` -> ``BaseVertices``."""
+    c = camel(name)
+    return c[:1].upper() + c[1:]
+
+
+_SCALARS = {"f": "float", "u": "uint", "i": "int"}
+_VECTOR_PREFIX = {"f": "", "u": "u", "i": "i"}
+
+
+def glsl_type(sub: np.dtype) -> str:
+    """GLSL type of one numpy field (4-byte scalars, 2-4 vectors, 16 floats = mat4)."""
+    kind, shape = sub.base.kind, sub.shape
+    if sub.base.itemsize != 4 or kind not in _SCALARS:
+        raise ValueError(f"field type {sub} has no GLSL equivalent (4-byte float/uint/int only)")
+    n = int(np.prod(shape)) if shape else 1
+    if n == 1:
+        return _SCALARS[kind]
+    if kind == "f" and n == 16:
+        return "mat4"
+    if 2 <= n <= 4 and len(shape) == 1:
+        return f"{_VECTOR_PREFIX[kind]}vec{n}"
+    raise ValueError(f"field shape {shape} has no GLSL equivalent")
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A GLSL struct (storage-buffer element) or block body (uniform / push constants) whose truth is a dtype."""
+
+    name: str                      # GLSL struct / block name
+    dtype: np.dtype
+    source: str = ""               # where the dtype lives, for the generated comment
+    notes: tuple[tuple[str, str], ...] = ()   # (field, comment) pairs copied into the generated GLSL
+
+    def fields(self) -> list[tuple[str, str, int]]:
+        """(GLSL type, GLSL name, byte offset) per field, in order."""
+        return [(glsl_type(self.dtype.fields[n][0]), camel(n), self.dtype.fields[n][1]) for n in self.dtype.names]
+
+    def body(self, indent: str = "    ") -> list[str]:
+        notes = dict(self.notes)
+        lines = []
+        for name, (typ, gname, _) in zip(self.dtype.names, self.fields()):
+            line = f"{indent}{typ} {gname};"
+            if name in notes:
+                line = f"{line:<28}// {notes[name]}"
+            lines.append(line)
+        return lines
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One descriptor. ``element``: storage -> GLSL type or Struct of the array element; uniform -> the Struct
+    that is the block; sampler -> the GLSL sampler type."""
+
+    name: str
+    binding: int
+    kind: str
+    stages: tuple[str, ...]
+    element: str | Struct
+    access: str = ""              # "readonly" | "writeonly" | "" (storage only)
+    set: int = 0
+    member: str | None = None     # GLSL array name in the block (default camel(name))
+    block: str | None = None      # GLSL block name (default pascal(name), or the Struct's name for uniforms)
+    instance: str | None = None   # GLSL instance name; members are then read as instance.member
+
+    @property
+    def glsl_name(self) -> str:
+        return self.member or camel(self.name)
+
+    @property
+    def block_name(self) -> str:
+        if self.block:
+            return self.block
+        if self.kind == UNIFORM and isinstance(self.element, Struct):
+            return self.element.name
+        return pascal(self.name)
+
+
+@dataclass(frozen=True)
+class PushConstants:
+    struct: Struct
+    stages: tuple[str, ...]
+    instance: str = "pc"
+
+    @property
+    def size(self) -> int:
+        return self.struct.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class VertexAttribute:
+    location: int
+    name: str          # the dtype field
+    glsl: str          # GLSL type
+    vk_format: str     # VkFormat enumerant name (resolved in gpu/pipeline.py)
+    offset: int        # bytes
+
+
+_FORMAT_SUFFIX = {"f": "SFLOAT", "u": "UINT", "i": "SINT"}
+
+
+def vertex_attributes(dtype: np.dtype) -> list[VertexAttribute]:
+    """One attribute per field of a vertex dtype, location = field order (``inPosition`` at location 0, ...)."""
+    out = []
+    for loc, name in enumerate(dtype.names):
+        sub, off = dtype.fields[name][:2]
+        n = int(np.prod(sub.shape)) if sub.shape else 1
+        fmt = "VK_FORMAT_" + "".join(f"{c}32" for c in "RGBA"[:n]) + "_" + _FORMAT_SUFFIX[sub.base.kind]
+        out.append(VertexAttribute(loc, name, glsl_type(sub), fmt, off))
+    return out
+
+
+@dataclass(frozen=True)
+class ShaderInterface:
+    """Everything one pipeline's shaders share with Python. ``name`` is the generated header glsl/gen/<name>.glsl."""
+
+    name: str
+    shaders: tuple[str, ...]                 # glsl/ files that #include "gen/<name>.glsl"
+    doc: str = ""
+    bindings: tuple[Binding, ...] = ()
+    push: PushConstants | None = None
+    local_size: int | None = None            # compute: local_size_x
+    vertex: np.dtype | None = None           # vertex inputs: one attribute per field
+    constants: tuple[tuple[str, str, float | int], ...] = ()   # (GLSL type, NAME, value)
+
+    def __getitem__(self, name: str) -> Binding:
+        for b in self.bindings:
+            if b.name == name:
+                return b
+        raise KeyError(f"interface {self.name!r} has no binding {name!r}; it has {[b.name for b in self.bindings]}")
+
+    def constant(self, name: str) -> float | int:
+        for _, n, v in self.constants:
+            if n == name:
+                return v
+        raise KeyError(name)
+
+    @property
+    def stage(self) -> str:
+        return COMPUTE if self.local_size is not None else VERTEX
+
+    @property
+    def shader(self) -> str:
+        """The one shader of a compute interface."""
+        if len(self.shaders) != 1:
+            raise ValueError(f"interface {self.name!r} is used by {self.shaders}, not one shader")
+        return self.shaders[0]
+
+    def sets(self) -> list[int]:
+        return sorted({b.set for b in self.bindings})
+
+    def set_bindings(self, set_index: int) -> list[Binding]:
+        return [b for b in self.bindings if b.set == set_index]
+
+    def structs(self) -> list[Struct]:
+        """The GLSL structs this interface declares (storage-buffer elements), first use order, no repeats."""
+        seen: dict[str, Struct] = {}
+        for b in self.bindings:
+            if b.kind == STORAGE and isinstance(b.element, Struct):
+                seen.setdefault(b.element.name, b.element)
+        return list(seen.values())
+
+    def groups(self, count: int) -> int:
+        """Work groups covering ``count`` invocations."""
+        return (count + self.local_size - 1) // self.local_size
+
+    def vertex_attributes(self) -> list[VertexAttribute]:
+        return vertex_attributes(self.vertex) if self.vertex is not None else []
+
+
+# ---------------------------------------------------------------------------------------------------- structs
+_GPU_DATA = "numpy vkmorph.morph.gpu_data"
+CHUNK_STRUCT = Struct("Chunk", CHUNK_HEADER, f"{_GPU_DATA}.CHUNK_HEADER", (
+    ("first_vertex", "global index of the chunk's vertex 0"), ("first_entry", "its block-table range"),
+    ("out_vec4", "output vec4 of vertex 0; vertex stride in vec4s below")))
+BLOCK_STRUCT = Struct("Block", BLOCK_ENTRY, f"{_GPU_DATA}.BLOCK_ENTRY", (
+    ("slot", "weight slot"), ("first_delta", "index of the block's first delta")))
+
+MORPH_PUSH = np.dtype([("first_chunk", "<u4")])
+SKIN_CAPTURE_PUSH = np.dtype([(n, "<u4") for n in ("vertex_count", "stride_words", "position_offset",
+                                                   "normal_offset", "tangent_offset", "joints_offset",
+                                                   "weights_offset")])
+COPY_PUSH = np.dtype([("count", "<u4"), ("xor_mask", "<u4")])
+FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
+                      ("camera_pos", "<f4", 4), ("ambient", "<f4", 4)])
+ITEM_PUSH = np.dtype([("model", "<f4", 16), ("base_color", "<f4", 4), ("pass", "<i4"), ("heat_joint", "<i4")])
+
+# ---------------------------------------------------------------------------------------------------- compute
+MORPH_WALK_LOCAL_SIZE = 32      # CPU-device kernel: 8 vertices per invocation
+NORMALIZE_EPSILON = 1e-12   # squared length; same constant in vkmorph/morph/reference.py (a test compares)
+
+
+def _morph(name: str, shader: str, compact: bool, local_size: int) -> ShaderInterface:
+    """The morph kernels (layout: morph/gpu_data.py build_chunked_batch; code: glsl/morph_common.glsl)."""
+    c = (COMPUTE,)
+    delta = (Binding("deltas", 4, STORAGE, c, "uvec4", "readonly", member="deltaA",
+                     block="DeltaA"),                      # (p.xy)(p.z n.x)(n.yz)(t.xy) snorm16 pairs
+             Binding("deltas_tz", 5, STORAGE, c, "uint", "readonly", member="deltaB", block="DeltaB"),
+             Binding("scales", 8, STORAGE, c, "vec4", "readonly")) if compact else (
+             Binding("deltas", 4, STORAGE, c, "vec4", "readonly", member="deltaA",
+                     block="DeltaA"),                      # 2 per delta: p.xyz n.x | n.yz t.xy
+             Binding("deltas_tz", 5, STORAGE, c, "float", "readonly", member="deltaB", block="DeltaB"))
+    return ShaderInterface(
+        name, (shader,), f"chunked morph pass ({'snorm16' if compact else 'full'} deltas)",
+        bindings=(Binding("chunks", 0, STORAGE, c, CHUNK_STRUCT, "readonly"),
+                  Binding("table", 1, STORAGE, c, BLOCK_STRUCT, "readonly"),
+                  Binding("masks", 2, STORAGE, c, "uvec4", "readonly"),       # 2 per block: 256 vertex bits
+                  Binding("weights", 3, STORAGE, c, "float", "readonly"),
+                  Binding("base", 6, STORAGE, c, "vec4", "readonly"),         # 3 per vertex: its first 48 bytes
+                  Binding("output", 7, STORAGE, c, "vec4", "writeonly", member="outVec4")) + delta,
+        push=PushConstants(Struct("Push", MORPH_PUSH, notes=(
+            ("first_chunk", "chunk of workgroup 0 of this dispatch"),)), c),
+        local_size=local_size,
+        constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON), ("uint", "CHUNK", CHUNK)))
+
+
+MORPH = _morph("morph", "morph.comp", False, CHUNK)
+MORPH_COMPACT = _morph("morph_compact", "morph_compact.comp", True, CHUNK)
+MORPH_WALK = _morph("morph_walk", "morph_walk.comp", False, MORPH_WALK_LOCAL_SIZE)
+MORPH_COMPACT_WALK = _morph("morph_compact_walk", "morph_compact_walk.comp", True, MORPH_WALK_LOCAL_SIZE)
+
+SKIN_CAPTURE = ShaderInterface(
+    "skin_capture", ("skin.comp",), "skinning capture over a vertex buffer read as raw words",
+    bindings=(Binding("vertices", 0, STORAGE, (COMPUTE,), "uint", "readonly", member="words", instance="src"),
+              Binding("palette", 1, STORAGE, (COMPUTE,), "mat4", "readonly", member="joints", instance="palette"),
+              Binding("output", 2, STORAGE, (COMPUTE,), "vec4", "writeonly", member="values", block="Out",
+                      instance="dst")),
+    push=PushConstants(Struct("Push", SKIN_CAPTURE_PUSH, notes=(("stride_words", "offsets in 32-bit words"),)),
+                       (COMPUTE,)),
+    local_size=64)
+
+COPY = ShaderInterface(
+    "copy", ("copy.comp",), "coalesced uvec4 copy (round-trip test kernel, bandwidth ceiling of the benchmark)",
+    bindings=(Binding("src", 0, STORAGE, (COMPUTE,), "uvec4", "readonly"),
+              Binding("dst", 1, STORAGE, (COMPUTE,), "uvec4", "writeonly")),
+    push=PushConstants(Struct("Push", COPY_PUSH, notes=(("count", "number of uvec4 elements"),
+                                                        ("xor_mask", "0 for a pure copy; tests prove the kernel ran"))),
+                       (COMPUTE,)),
+    local_size=256)
+
+# ---------------------------------------------------------------------------------------------------- graphics
+SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows with the light's grazing angle)
+_VF = (VERTEX, FRAGMENT)
+SCENE = ShaderInterface(
+    "scene", ("skin.vert", "static.vert", "forward.frag"),
+    "graphics pipelines: set 0 per frame (shadow map, frame constants), set 1 per item (skinning palette)",
+    bindings=(Binding("shadow_map", 0, SAMPLER, (FRAGMENT,), "sampler2DShadow"),
+              Binding("frame", 1, UNIFORM, _VF, Struct("Frame", FRAME_UBO, "FRAME_UBO", notes=(
+                  ("view_proj", "camera"),
+                  ("light_view_proj", "directional light (orthographic), also samples the shadow map"),
+                  ("light_dir", "xyz: direction the light travels (world), w: intensity"),
+                  ("camera_pos", "xyz"), ("ambient", "rgb sky ambient"))), instance="frame"),
+              Binding("palette", 0, STORAGE, (VERTEX,), "mat4", "readonly", set=1, member="joints",
+                      instance="palette")),
+    push=PushConstants(Struct("Item", ITEM_PUSH, "ITEM_PUSH", notes=(
+        ("model", "node world matrix"), ("base_color", "linear RGBA"),
+        ("pass", "0 forward, 1 shadow (depth only, light's view)"),
+        ("heat_joint", ">= 0: show the weight of this joint as a heat map"))), _VF, instance="item"),
+    constants=(("float", "SHADOW_BIAS", SHADOW_BIAS),))
+
+STATIC_INPUT = ShaderInterface("static_vertex", ("static.vert",), "vertex inputs of unskinned items",
+                               vertex=STATIC_VERTEX)
+SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert",), "vertex inputs of skinned items",
+                                vertex=SKINNED_VERTEX)
+
+INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, MORPH_WALK, MORPH_COMPACT_WALK, SKIN_CAPTURE,
+                                           COPY, SCENE, STATIC_INPUT, SKINNED_INPUT)
+
+
+# ---------------------------------------------------------------------------------------------------- GLSL
+def _block(qual: str, kind: str, block: str, body: list[str], instance: str | None) -> list[str]:
+    return [f"layout({qual}) {kind} {block} {{", *body, f"}}{' ' + instance if instance else ''};"]
+
+
+def glsl_header(iface: ShaderInterface) -> str:
+    """The text of glsl/gen/<name>.glsl."""
+    out = [f"// GENERATED by tools/compile_shaders.py from vkmorph/gpu/interface.py ({iface.name}): do not edit;",
+           "// change the declaration there and run `python tools/compile_shaders.py`."]
+    if iface.doc:
+        out.append(f"// {iface.doc}")
+    out += [f"// Included by: {', '.join(iface.shaders)}", ""]
+    if iface.local_size is not None:
+        out += [f"layout(local_size_x = {iface.local_size}) in;", ""]
+    if iface.constants:
+        out += [f"const {t} {n} = {v!r};" for t, n, v in iface.constants] + [""]
+    for s in iface.structs():
+        out += [f"struct {s.name} {{{'  // ' + str(s.dtype.itemsize) + ' bytes, ' + s.source if s.source else ''}",
+                *s.body(), "};", ""]
+    for b in iface.bindings:
+        where = f"set = {b.set}, binding = {b.binding}"
+        if b.kind == SAMPLER:
+            out.append(f"layout({where}) uniform {b.element} {b.glsl_name};")
+        elif b.kind == UNIFORM:
+            out += _block(f"std140, {where}", "uniform", b.block_name, b.element.body(), b.instance)
+        else:
+            elem = b.element.name if isinstance(b.element, Struct) else b.element
+            access = f"{b.access} " if b.access else ""
+            inst = f" {b.instance}" if b.instance else ""
+            out.append(f"layout(std430, {where}) {access}buffer {b.block_name} {{ {elem} {b.glsl_name}[]; }}{inst};")
+    if iface.bindings:
+        out.append("")
+    if iface.push is not None:
+        out += _block("push_constant", "uniform", iface.push.struct.name, iface.push.struct.body(),
+                      iface.push.instance) + [""]
+    for a in iface.vertex_attributes():
+        out.append(f"layout(location = {a.location}) in {a.glsl} in{pascal(a.name)};")
+    if iface.vertex is not None:
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"

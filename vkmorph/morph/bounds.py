@@ -1,0 +1,78 @@
+"""Bounds of a morphed primitive for the CURRENT weights: conservative and tight, in microseconds.
+
+The vertices are grouped into clusters: the cells of a ``GRID``^3 grid laid over the base positions' box, so a
+cluster is a small patch of the surface. Per cluster we keep the min/max of the base positions and, per target,
+the min/max of that target's position deltas. For weights w, every vertex v of cluster c satisfies
+
+    base_v + sum_t w_t d_vt  >=  base_min_c + sum_t min(w_t dmin_ct, w_t dmax_ct)     (and <= likewise)
+
+so the union over clusters contains every deformed vertex (conservative, for any real weights, negative too).
+It is tight because the only slack is that, inside one small patch, the extreme base vertex and the extreme
+delta need not be the same vertex: at most a cell (1/GRID of the box per side) plus how much neighbouring
+vertices' deltas differ. Evaluating is one (C, T, 3) multiply-and-reduce in numpy: no GPU readback.
+
+Unlike ``GpuMorphData.conservative_bounds`` (every weight combination of the range at once, which frames a
+galloping-horse file whose targets are whole-body poses at 2.5-10x its size), these follow the pose.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..asset.model import MeshPrimitiveAsset
+
+GRID = 16
+
+
+class ClusterBounds:
+    """Per-cluster base and per-target delta extents of one primitive; ``at(weights)`` gives (2, 3) min, max."""
+
+    def __init__(self, prim: MeshPrimitiveAsset, grid: int = GRID):
+        p = prim.vertices["position"].astype(np.float64)
+        lo, hi = p.min(axis=0), p.max(axis=0)
+        span = np.where(hi > lo, hi - lo, 1.0)
+        cell = np.minimum(((p - lo) / span * grid).astype(np.int64), grid - 1)
+        key = (cell[:, 0] * grid + cell[:, 1]) * grid + cell[:, 2]
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+        ps = p[order]
+        self.base_min = np.minimum.reduceat(ps, starts, axis=0)          # (C, 3)
+        self.base_max = np.maximum.reduceat(ps, starts, axis=0)
+        T = len(prim.morph_targets)
+        self.delta_min = np.zeros((len(starts), T, 3))                    # (C, T, 3)
+        self.delta_max = np.zeros((len(starts), T, 3))
+        for t, tgt in enumerate(prim.morph_targets):
+            d = tgt.position_deltas.astype(np.float64)[order]
+            self.delta_min[:, t] = np.minimum.reduceat(d, starts, axis=0)
+            self.delta_max[:, t] = np.maximum.reduceat(d, starts, axis=0)
+
+    @property
+    def cluster_count(self) -> int:
+        return self.base_min.shape[0]
+
+    @property
+    def target_count(self) -> int:
+        return self.delta_min.shape[1]
+
+    def at(self, weights) -> np.ndarray:
+        """(2, 3) float64 [min, max] of every vertex of ``base + sum_t w_t delta_t``, in the mesh's space."""
+        w = np.asarray(weights, np.float64).reshape(-1)
+        if w.shape != (self.target_count,):
+            raise ValueError(f"expected {self.target_count} weights, got {w.shape[0]}")
+        a = self.delta_min * w[None, :, None]
+        b = self.delta_max * w[None, :, None]
+        lo = self.base_min + np.minimum(a, b).sum(axis=1)
+        hi = self.base_max + np.maximum(a, b).sum(axis=1)
+        return np.stack([lo.min(axis=0), hi.max(axis=0)])
+
+
+def transform_box(bounds: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """(2, 3) axis-aligned box of the 8 corners of ``bounds`` under a 4x4 affine ``matrix`` (column vectors):
+    mesh-space bounds to world space for framing, culling and ground placement."""
+    lo, hi = np.asarray(bounds, np.float64)
+    m = np.asarray(matrix, np.float64)
+    center, half = (lo + hi) / 2, (hi - lo) / 2
+    c = m[:3, :3] @ center + m[:3, 3]
+    r = np.abs(m[:3, :3]) @ half
+    return np.stack([c - r, c + r])
