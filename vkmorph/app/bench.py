@@ -220,22 +220,31 @@ class CopyFrames:
         self.ptr = M.cffi_pointer(self.push)
         self.groups = int(min(self.pipe.groups(self.n), 8192))     # grid-stride: enough to fill any GPU
 
+    @staticmethod
+    def _serialize(cb):
+        """Each frame's copy finishes before the next one (kernel or vkCmdCopyBuffer) writes the same buffer."""
+        from ..gpu.vk import vk
+
+        stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        mb = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                                dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+                                | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+        vk.vkCmdPipelineBarrier(cb, stages, stages, 0, 1, [mb], 0, None, 0, None)
+
     def frame(self, cb):
-        from ..gpu import barriers
         from ..gpu.vk import vk
 
         self.pipe.bind(cb, self.dset)
         self.pipe.push(cb, self.ptr)
         vk.vkCmdDispatch(cb, self.groups, 1, 1)
-        barriers.compute_write_to_compute_read(cb)
+        self._serialize(cb)
 
     def transfer_frame(self, cb):
-        from ..gpu import barriers
         from ..gpu.vk import vk
 
         vk.vkCmdCopyBuffer(cb, self.src.handle, self.dst.handle, 1,
                            [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=16 * self.n)])
-        barriers.transfer_write_to_all(cb)
+        self._serialize(cb)
 
     def destroy(self):
         for o in (self.pipe, self.src, self.dst):

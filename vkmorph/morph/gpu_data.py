@@ -50,8 +50,8 @@ def nonzero_vertices(prim: MeshPrimitiveAsset, t: int) -> np.ndarray:
     """Vertices where target t has any non-zero position, normal or tangent delta."""
     mask = np.zeros(prim.vertex_count, bool)
     for d in _target_arrays(prim, t):
-        if d is not None:
-            mask |= np.any(d != 0, axis=1)
+        if d is not None:       # column by column: several times faster than np.any(d != 0, axis=1)
+            mask |= (d[:, 0] != 0) | (d[:, 1] != 0) | (d[:, 2] != 0)
     return np.flatnonzero(mask)
 
 
@@ -166,13 +166,18 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
 # - Base vertices are stored as the first 48 bytes of the output vertex (position, normal, tangent, texcoord) so
 #   each thread reads 3 x vec4 and writes 3 x vec4 whole: full 16-byte stores, no scalar read-modify-write
 #   traffic at a 48/80-byte stride (nine scalar stores per vertex were slow even without deltas).
-# - Deltas are grouped per (chunk, target) *block*, in vertex order. A block has one table entry
-#   (weight slot, first delta) and a 256-bit mask of the chunk's vertices it moves. An inactive target costs 8
-#   bytes per chunk it touches (its table entry), never its deltas: the few-active case reads only what it uses.
-# - Per frame each workgroup compacts the active blocks of its chunk into shared memory (deterministic order:
-#   table order), and each thread finds its own delta in a block by a popcount of the mask bits below it. Loads
-#   of up to four deltas are issued back to back (branch-free, a miss reads the zero delta at index 0), so a
-#   thread's loads do not wait for each other. No atomics: the summation order is fixed and results repeat.
+# - Deltas are grouped per (chunk, target) *block*, in vertex order (blocks stored target-major: cheap to
+#   build). A block has one table entry (weight slot, first delta) and a 256-bit mask of the chunk's vertices it
+#   moves. An inactive target costs 8 bytes per chunk it touches (its table entry), never its deltas: the
+#   few-active case reads only what it uses.
+# - Per frame each workgroup compacts the active blocks of its chunk into shared memory with subgroup ballots
+#   (deterministic order: table order; the block masks are loaded with the weights, one memory round trip less),
+#   and each thread finds its own delta in a block by a popcount of the mask bits below it. Loads of up to four
+#   deltas are issued back to back (branch-free, a miss reads the zero delta at index 0). No atomics: the
+#   summation order is fixed and results repeat. Devices without subgroup ballots, and CPU devices (lavapipe,
+#   where barriers, shared memory and per-lane loads are what cost), use a table-walk kernel over the same data.
+# Measured alternatives (bench/variants.py, bench/variants-*.txt): a shared-memory scan instead of ballots,
+# one dependent delta load per trip instead of four, masks loaded after compaction, the CSR layout before.
 # - Delta payload, no index: full = 2 x vec4 (p.xyz n.x | n.yz t.xy) + 1 float (t.z) = 36 bytes; compact =
 #   1 x uvec4 of snorm16 pairs + one 16-bit t.z = 18 bytes, scaled per target.
 # ---------------------------------------------------------------------------------------------------------------
@@ -211,7 +216,12 @@ class ChunkedPrimitive:
 
 def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
                      weight_range: tuple[float, float] = (0.0, 1.0)) -> ChunkedPrimitive:
-    """Chunked target-major layout of one primitive, vectorized per target (no loop over vertices)."""
+    """Chunked layout of one primitive, vectorized per target (no loop over vertices).
+
+    The block TABLE is chunk-major (what a workgroup walks); the DELTAS are stored target-major, vertex order
+    (each target's non-zero deltas, concatenated), which already makes every (chunk, target) block one
+    contiguous run: the build writes each target's deltas sequentially instead of scattering them.
+    """
     if delta_format not in DELTA_FORMATS:
         raise ValueError(f"delta_format must be one of {DELTA_FORMATS}")
     compact = delta_format == "compact"
@@ -221,17 +231,17 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
     counts = np.zeros((C, T), np.int64)
     for t, v in enumerate(nz):
         counts[:, t] = np.bincount(v // CHUNK, minlength=C)
-    flat = counts.ravel()                      # blocks in chunk-major, then target order
-    exists = flat > 0
-    starts = np.ones(len(flat), np.int64)      # first delta of each (chunk, target); 0 is the zero delta
-    np.cumsum(flat[:-1], out=starts[1:])
-    starts[1:] += 1
+    target_first = np.ones(T + 1, np.int64)             # delta 0 is the zero delta misses read
+    np.cumsum([len(v) for v in nz], out=target_first[1:])
+    target_first[1:] += 1
+    first = target_first[None, :T] + np.cumsum(counts, axis=0) - counts   # (C, T) first delta of each block
+    exists = counts.ravel() > 0                         # blocks in chunk-major, then target order
     blk = np.cumsum(exists) - 1
     ex = np.flatnonzero(exists)
-    B, D = len(ex), int(flat.sum())
+    B, D = len(ex), int(counts.sum())
     table = np.zeros((B, 2), np.uint32)
     table[:, 0] = ex % max(T, 1)
-    table[:, 1] = starts[ex]
+    table[:, 1] = first.ravel()[ex]
     entries = np.zeros(C + 1, np.int64)
     np.cumsum(exists.reshape(C, T).sum(axis=1), out=entries[1:])
     chunks = np.zeros((C, 4), np.int64)
@@ -242,20 +252,15 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
     m_flat = masks.reshape(-1)
     delta_a = np.zeros((D + 1, DELTA_A_WORDS[delta_format]), np.uint32 if compact else np.float32)
     delta_b = np.zeros(D + 1, np.uint16 if compact else np.float32)
+    positions = np.zeros((D + 1, 3), np.float32) if compact else delta_a[:, :3]    # for the bounds
     scales = np.ones((T, 3), np.float32)
     base = np.zeros((V, 12), np.float32)
     base.view(np.uint8)[:] = prim.vertices.view(np.uint8).reshape(V, -1)[:, :48]
-    lo_w, hi_w = weight_range
-    neg = np.zeros((V, 3))
-    pos = np.zeros((V, 3))
     zeros = np.zeros((0, 3), np.float32)
     for t, v in enumerate(nz):
         if not len(v):
             continue
-        c = v // CHUNK
-        first_in_chunk = np.zeros(C, np.int64)
-        np.cumsum(counts[:-1, t], out=first_in_chunk[1:])
-        dest = starts[c * T + t] + (np.arange(len(v)) - first_in_chunk[c])
+        rows = slice(target_first[t], target_first[t + 1])
         tgt = prim.morph_targets[t]
         dp = tgt.position_deltas[v]
         dn = tgt.normal_deltas[v] if tgt.normal_deltas is not None else np.resize(zeros, (len(v), 3))
@@ -264,21 +269,35 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
             s = [float(np.abs(x).max()) or 1.0 for x in (dp, dn, dt)]
             scales[t] = s
             qp, qn, qt = (x / sx for x, sx in zip((dp, dn, dt), s))
-            delta_a[dest] = np.stack([_pack2(qp[:, 0], qp[:, 1]), _pack2(qp[:, 2], qn[:, 0]),
-                                      _pack2(qn[:, 1], qn[:, 2]), _pack2(qt[:, 0], qt[:, 1])], axis=1)
-            delta_b[dest] = _snorm16(qt[:, 2])
+            a = delta_a[rows]
+            a[:, 0] = _pack2(qp[:, 0], qp[:, 1])
+            a[:, 1] = _pack2(qp[:, 2], qn[:, 0])
+            a[:, 2] = _pack2(qn[:, 1], qn[:, 2])
+            a[:, 3] = _pack2(qt[:, 0], qt[:, 1])
+            delta_b[rows] = _snorm16(qt[:, 2])
+            positions[rows] = dp
         else:
-            delta_a[dest] = np.concatenate([dp, dn, dt[:, :2]], axis=1)
-            delta_b[dest] = dt[:, 2]
+            a = delta_a[rows]
+            a[:, 0:3] = dp
+            a[:, 3:6] = dn
+            a[:, 6:8] = dt[:, :2]
+            delta_b[rows] = dt[:, 2]
+        c = v // CHUNK
         local = v % CHUNK
         key = c * MASK_WORDS + local // 32
         bits = np.left_shift(np.uint32(1), (local % 32).astype(np.uint32))
         run = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
         kc = key[run]
         m_flat[blk[(kc // MASK_WORDS) * T + t] * MASK_WORDS + kc % MASK_WORDS] = np.bitwise_or.reduceat(bits, run)
-        d64 = dp.astype(np.float64)
-        neg[v] += np.minimum(d64 * lo_w, d64 * hi_w)
-        pos[v] += np.maximum(d64 * lo_w, d64 * hi_w)
+    # conservative bounds: with lo <= hi, min(lo d, hi d) = lo d for d >= 0 and hi d for d < 0
+    lo_w, hi_w = weight_range
+    vert = np.concatenate([np.zeros(1, np.int64)] + nz) if T else np.zeros(1, np.int64)
+    up, down = np.zeros((V, 3)), np.zeros((V, 3))
+    for k in range(3 if D else 0):
+        comp = np.ascontiguousarray(positions[1:, k])
+        up[:, k] = np.bincount(vert[1:], np.maximum(comp, 0), minlength=V)
+        down[:, k] = np.bincount(vert[1:], np.minimum(comp, 0), minlength=V)
+    neg, pos = lo_w * up + hi_w * down, hi_w * up + lo_w * down
     p = prim.vertices["position"].astype(np.float64)
     bounds = np.stack([(p + neg).min(axis=0), (p + pos).max(axis=0)]) if V else np.zeros((2, 3))
     reach = np.maximum(np.abs(neg), np.abs(pos))
