@@ -77,6 +77,17 @@ def kernel(request, monkeypatch):
     return request.param
 
 
+def test_kernel_choice(ctx):
+    """CPU devices get the table walk; GPUs with subgroup ballots in compute the workgroup kernel."""
+    from vkmorph.render.morph_batch import CPU_SHADERS, SHADERS, kernel_for, subgroup_ballot_in_compute
+
+    ballot = subgroup_ballot_in_compute(ctx)
+    assert ballot in (True, False)
+    for fmt in ("full", "compact"):
+        expected = SHADERS if ctx.info.device_type != "cpu" and ballot else CPU_SHADERS
+        assert kernel_for(ctx, fmt) is expected[fmt]
+
+
 @pytest.mark.parametrize("skinned", [False, True], ids=["static", "skinned"])
 def test_random_sparse_meshes_match_reference(ctx, skinned, kernel):
     from vkmorph.render.morph_pass import MorphRuntime
