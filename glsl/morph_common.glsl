@@ -153,11 +153,13 @@ void main() {
     bool live = lane < head.y;
     uint v = head.x + lane;
     vec4 b0 = vec4(0.0), b1 = vec4(0.0), b2 = vec4(0.0);
-    if (live) {
+#ifndef LATE_BASE
+    if (live) {                             // issued first: their latency overlaps the table walk
         b0 = base[3u * v];
         b1 = base[3u * v + 1u];
         b2 = base[3u * v + 2u];
     }
+#endif
     vec3 p = vec3(0.0), n = vec3(0.0), t = vec3(0.0);
     uint word = lane >> 5u;
     uint below = (1u << (lane & 31u)) - 1u;
@@ -206,7 +208,15 @@ void main() {
             uint kn = min(32u, total - k0);
             uint hits = 0u;
             for (uint j = 0u; j < kn; ++j) hits |= ((sMask[(k0 + j) * WORDS + word] >> bit) & 1u) << j;
-#ifdef UNROLL1
+#if defined(UNROLL2)
+            while (hits != 0u) {                // experiment: two delta loads per trip
+                uint d0, d1;
+                WEIGHT w0, w1;
+                nextHit(hits, k0, word, below, d0, w0);
+                nextHit(hits, k0, word, below, d1, w1);
+                accumulate4(d0, d1, 0u, 0u, w0, w1, WEIGHT(0.0), WEIGHT(0.0), p, n, t);
+            }
+#elif defined(UNROLL1)
             while (hits != 0u) {                // experiment: one (dependent) delta load per trip
                 uint d0;
                 WEIGHT w0;
@@ -227,6 +237,13 @@ void main() {
         }
         barrier();
     }
+#ifdef LATE_BASE
+    if (live) {                             // experiment: fewer live registers during the delta phase
+        b0 = base[3u * v];
+        b1 = base[3u * v + 1u];
+        b2 = base[3u * v + 2u];
+    }
+#endif
     if (live) writeVertex(dst.x + lane * dst.y, b0, b1, b2, p, n, t);
 }
 #endif
