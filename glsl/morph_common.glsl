@@ -154,7 +154,7 @@ void main() {
     uint v = head.x + lane;
     vec4 b0 = vec4(0.0), b1 = vec4(0.0), b2 = vec4(0.0);
 #ifndef LATE_BASE
-    if (live) {                             // issued first: their latency overlaps the table walk
+    if (live) {                             // alternative: issued first to overlap the table walk
         b0 = base[3u * v];
         b1 = base[3u * v + 1u];
         b2 = base[3u * v + 2u];
@@ -238,7 +238,7 @@ void main() {
         barrier();
     }
 #ifdef LATE_BASE
-    if (live) {                             // experiment: fewer live registers during the delta phase
+    if (live) {                             // measured better on the H200 (bench/variants-*-c.txt)
         b0 = base[3u * v];
         b1 = base[3u * v + 1u];
         b2 = base[3u * v + 2u];
