@@ -38,7 +38,8 @@ from ..asset.model import STATIC_VERTEX, MeshAsset, MeshPrimitiveAsset, MorphTar
 
 FRAME_MS = 1000.0 / 60.0
 BYTE_MODEL = "floor bytes = V x (48 B base read + 36 B written) + active deltas x 40 B"
-FULL_RUN = "about 6 minutes on an H200 (8 GB of host memory), about 25 minutes on lavapipe; --quick: 1-2 minutes"
+FULL_RUN = ("a full run takes about 3 minutes on an H200 (16 GB of host memory) and about 15 minutes on lavapipe "
+            "with 2 cores; --quick about 1 minute on lavapipe")
 COPY_MB = 256
 
 
@@ -418,9 +419,36 @@ def _progress(total: int, quiet: bool):
     return tqdm(total=total, unit="step", file=sys.stderr, leave=False)
 
 
+def check_outputs(args) -> None:
+    """Before any work: each output's folder exists and is writable, the suffix fits, --plot has matplotlib.
+    Raises UsageError (one line)."""
+    from ..errors import UsageError
+
+    for flag, suffixes in (("json", (".json",)), ("markdown", (".md", ".markdown")), ("plot", (".png",))):
+        path = getattr(args, flag, None)
+        if path is None:
+            continue
+        p = Path(path)
+        if str(path) == "" or p.is_dir():
+            raise UsageError(f"--{flag} {str(path)!r}: name a file")
+        if p.suffix.lower() not in suffixes:
+            raise UsageError(f"--{flag} {str(path)!r} must end with {' or '.join(suffixes)}")
+        folder = p.parent if str(p.parent) else Path(".")
+        if not folder.is_dir():
+            raise UsageError(f"--{flag} {str(path)!r}: folder {str(folder)!r} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+            raise UsageError(f"--{flag} {str(path)!r} is not writable")
+    if getattr(args, "plot", None) is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--plot needs matplotlib: pip install 'vkmorph[bench]'") from None
+
+
 def run_bench(args) -> int:
     from ..gpu.context import Context
 
+    check_outputs(args)
     ctx = Context.create(echo_messages=True)
     discrete = ctx.info.device_type == "discrete"
     quick = bool(getattr(args, "quick", False))
