@@ -22,13 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 GPU = ("morph.comp", "morph_compact.comp")
-CPU = ("morph_walk.comp", "morph_compact_walk.comp")
+CPU = ("morph_vertex.comp", "morph_compact_vertex.comp")
 X = "-DEXPERIMENT"
 VARIANTS = {"shipped": (GPU, []), "base": (GPU, [X]), "sg": (GPU, [X, "-DSUBGROUP"]),
             "sg_pf": (GPU, [X, "-DSUBGROUP", "-DPREFETCH"]), "io": (GPU, ["-DIO_ONLY"]),
             "u1": (GPU, [X, "-DSUBGROUP", "-DPREFETCH", "-DUNROLL1"]), "empty": (GPU, ["-DEMPTY"]),
             "late": (GPU, ["-DLATE_BASE"]), "u2": (GPU, ["-DUNROLL2"]), "late_u2": (GPU, ["-DLATE_BASE", "-DUNROLL2"]),
-            "walk": (CPU, []), "walk_io": (CPU, ["-DIO_ONLY"]), "walk_br": (CPU, ["-DBRANCHY"])}
+            "vertex": (CPU, [])}
 
 
 def compile_variants(names, out: Path):

@@ -40,56 +40,25 @@ void writeVertex(uint o, vec4 b0, vec4 b1, vec4 b2, vec3 p, vec3 n, vec3 t) {
     outVec4[o + 2u] = vec4(tt.z, b2.yzw);
 }
 
-#ifdef WALK
+#ifdef VERTEX_LISTS
 // CPU devices (lavapipe runs a workgroup as SIMD batches of invocations and loads per lane; barriers, shared
-// memory and per-lane loads are what cost there): 32 invocations per chunk, invocation i owns vertices i, i + 32,
-// ..., i + 224, i.e. bit i of each of the 8 mask words. Every invocation walks the chunk's table in the same
-// order (uniform loop, weight test and mask words), so per active block it loads the 8 mask words once for its
-// 8 vertices; only the delta loads depend on the bit.
+// memory and per-block work for every lane are what cost there; measured: a uniform walk of the block table was
+// up to 15x slower than this on sparse random targets): each invocation walks its own vertex's list of
+// (delta index, weight slot) pairs, so the work is proportional to the vertex's deltas. Same deltas, base and
+// output as the workgroup kernel; the lists are built only for this kernel (4 B per vertex + 8 B per delta).
 void main() {
     uint lane = gl_LocalInvocationID.x;
-    uint c = pc.firstChunk + gl_WorkGroupID.x;
-    Chunk h = chunks[c];
-    uvec4 head = uvec4(h.firstVertex, h.vertexCount, h.firstEntry, h.endEntry);
-    uvec2 dst = uvec2(h.outVec4, h.strideVec4);
-    uint bit = 1u << lane;
-    uint below = bit - 1u;
-    vec3 p[WORDS], n[WORDS], t[WORDS];
-    for (uint j = 0u; j < WORDS; ++j) {
-        p[j] = vec3(0.0);
-        n[j] = vec3(0.0);
-        t[j] = vec3(0.0);
+    Chunk h = chunks[pc.firstChunk + gl_WorkGroupID.x];
+    if (lane >= h.vertexCount) return;
+    uint v = h.firstVertex + lane;
+    vec3 p = vec3(0.0), n = vec3(0.0), t = vec3(0.0);
+    uint end = vertexFirst[v + 1u];
+    for (uint i = vertexFirst[v]; i < end; ++i) {
+        uvec2 e = vertexDeltas[i];          // delta index, weight slot
+        float w = weights[e.y];
+        if (w != 0.0) accumulate1(e.x, activeWeight(e.y, w), p, n, t);
     }
-    for (uint e = head.z; e < head.w; ++e) {
-        Block b = table[e];
-        uvec2 entry = uvec2(b.slot, b.firstDelta);
-        float wt = weights[entry.x];
-#ifdef IO_ONLY
-        wt = 0.0;
-#endif
-        if (wt != 0.0) {
-            WEIGHT w = activeWeight(entry.x, wt);
-            uvec4 m0 = masks[2u * e], m1 = masks[2u * e + 1u];
-            uint m[WORDS] = uint[WORDS](m0.x, m0.y, m0.z, m0.w, m1.x, m1.y, m1.z, m1.w);
-            uint first = entry.y;
-            for (uint j = 0u; j < WORDS; ++j) {
-#ifdef BRANCHY
-                if ((m[j] & bit) != 0u) accumulate1(first + bitCount(m[j] & below), w, p[j], n[j], t[j]);
-#else
-                bool hit = (m[j] & bit) != 0u;    // no divergent branch: a miss adds the zero delta 0
-                accumulate1(hit ? first + bitCount(m[j] & below) : 0u, hit ? w : WEIGHT(0.0), p[j], n[j], t[j]);
-#endif
-                first += bitCount(m[j]);
-            }
-        }
-    }
-    for (uint j = 0u; j < WORDS; ++j) {
-        uint local = 32u * j + lane;
-        if (local < head.y) {
-            uint v = head.x + local;
-            writeVertex(dst.x + local * dst.y, base[3u * v], base[3u * v + 1u], base[3u * v + 2u], p[j], n[j], t[j]);
-        }
-    }
+    writeVertex(h.outVec4 + lane * h.strideVec4, base[3u * v], base[3u * v + 1u], base[3u * v + 2u], p, n, t);
 }
 #else
 shared uint sMask[CHUNK * WORDS];    // compacted active blocks: mask words

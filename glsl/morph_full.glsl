@@ -1,4 +1,4 @@
-// Full-precision delta streams (exact): included by morph.comp and morph_walk.comp.
+// Full-precision delta streams (exact): included by morph.comp and morph_vertex.comp.
 #define WEIGHT float
 
 

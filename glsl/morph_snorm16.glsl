@@ -1,4 +1,4 @@
-// Compact delta streams: included by morph_compact.comp and morph_compact_walk.comp.
+// Compact delta streams: included by morph_compact.comp and morph_compact_vertex.comp.
 // 18 bytes per delta (snorm16, scaled per target: scales[slot] = position, normal,
 // tangent scale). Error per component <= sum(w * scale) / 65534. See morph_common.glsl for the layout.
 #define WEIGHT vec4

@@ -64,15 +64,15 @@ def check(rt, inst, weights):
     assert out["tangent"][:, 3].tobytes() == inst.prim.vertices["tangent"][:, 3].tobytes()
 
 
-@pytest.fixture(params=["device", "workgroup", "walk"])
+@pytest.fixture(params=["device", "workgroup", "vertex"])
 def kernel(request, monkeypatch):
     """Both morph kernels on whatever device runs the tests: the one chosen for the device, the workgroup
-    (shared-memory compaction) kernel GPUs use, and the table-walk kernel CPU devices use."""
+    (shared-memory compaction) kernel GPUs use, and the per-vertex-list kernel CPU devices use."""
     from vkmorph.render import morph_batch
 
     if request.param == "workgroup":
         monkeypatch.setattr(morph_batch, "CPU_SHADERS", morph_batch.SHADERS)
-    elif request.param == "walk":
+    elif request.param == "vertex":
         monkeypatch.setattr(morph_batch, "SHADERS", morph_batch.CPU_SHADERS)
     return request.param
 
@@ -242,6 +242,8 @@ def test_compact_deltas_within_stated_bound(ctx, kernel):
         # 18 bytes per delta: a uvec4 of snorm16 pairs + a 16-bit tangent z (plus the zero delta at index 0)
         D = rt.total_deltas + 1
         assert (rt.gpu_bytes["deltas"], rt.gpu_bytes["deltas_tz"]) == (16 * D, 4 * ((D + 1) // 2))
+        if "vertex_deltas" in rt.gpu_bytes:                 # the per-vertex kernel's lists: 8 B per delta
+            assert rt.gpu_bytes["vertex_deltas"] == 8 * (D - 1)
         for _ in range(2):
             ws = _random_scene_weights(rt, rng)
             ctx.submit_and_wait(rt.record)

@@ -228,11 +228,10 @@ FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), 
 ITEM_PUSH = np.dtype([("model", "<f4", 16), ("base_color", "<f4", 4), ("pass", "<i4"), ("heat_joint", "<i4")])
 
 # ---------------------------------------------------------------------------------------------------- compute
-MORPH_WALK_LOCAL_SIZE = 32      # CPU-device kernel: 8 vertices per invocation
 NORMALIZE_EPSILON = 1e-12   # squared length; same constant in vkmorph/morph/reference.py (a test compares)
 
 
-def _morph(name: str, shader: str, compact: bool, local_size: int) -> ShaderInterface:
+def _morph(name: str, shader: str, compact: bool, vertex_lists: bool) -> ShaderInterface:
     """The morph kernels (layout: morph/gpu_data.py build_chunked_batch; code: glsl/morph_common.glsl)."""
     c = (COMPUTE,)
     delta = (Binding("deltas", 4, STORAGE, c, "uvec4", "readonly", member="deltaA",
@@ -242,6 +241,9 @@ def _morph(name: str, shader: str, compact: bool, local_size: int) -> ShaderInte
              Binding("deltas", 4, STORAGE, c, "vec4", "readonly", member="deltaA",
                      block="DeltaA"),                      # 2 per delta: p.xyz n.x | n.yz t.xy
              Binding("deltas_tz", 5, STORAGE, c, "float", "readonly", member="deltaB", block="DeltaB"))
+    if vertex_lists:   # per-vertex (delta, slot) lists of the CPU-device kernel
+        delta += (Binding("vertex_first", 9, STORAGE, c, "uint", "readonly"),
+                  Binding("vertex_deltas", 10, STORAGE, c, "uvec2", "readonly"))
     return ShaderInterface(
         name, (shader,), f"chunked morph pass ({'snorm16' if compact else 'full'} deltas)",
         bindings=(Binding("chunks", 0, STORAGE, c, CHUNK_STRUCT, "readonly"),
@@ -252,14 +254,14 @@ def _morph(name: str, shader: str, compact: bool, local_size: int) -> ShaderInte
                   Binding("output", 7, STORAGE, c, "vec4", "writeonly", member="outVec4")) + delta,
         push=PushConstants(Struct("Push", MORPH_PUSH, notes=(
             ("first_chunk", "chunk of workgroup 0 of this dispatch"),)), c),
-        local_size=local_size,
+        local_size=CHUNK,
         constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON), ("uint", "CHUNK", CHUNK)))
 
 
-MORPH = _morph("morph", "morph.comp", False, CHUNK)
-MORPH_COMPACT = _morph("morph_compact", "morph_compact.comp", True, CHUNK)
-MORPH_WALK = _morph("morph_walk", "morph_walk.comp", False, MORPH_WALK_LOCAL_SIZE)
-MORPH_COMPACT_WALK = _morph("morph_compact_walk", "morph_compact_walk.comp", True, MORPH_WALK_LOCAL_SIZE)
+MORPH = _morph("morph", "morph.comp", False, False)
+MORPH_COMPACT = _morph("morph_compact", "morph_compact.comp", True, False)
+MORPH_VERTEX = _morph("morph_vertex", "morph_vertex.comp", False, True)
+MORPH_COMPACT_VERTEX = _morph("morph_compact_vertex", "morph_compact_vertex.comp", True, True)
 
 SKIN_CAPTURE = ShaderInterface(
     "skin_capture", ("skin.comp",), "skinning capture over a vertex buffer read as raw words",
@@ -305,7 +307,7 @@ STATIC_INPUT = ShaderInterface("static_vertex", ("static.vert",), "vertex inputs
 SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert",), "vertex inputs of skinned items",
                                 vertex=SKINNED_VERTEX)
 
-INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, MORPH_WALK, MORPH_COMPACT_WALK, SKIN_CAPTURE,
+INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, MORPH_VERTEX, MORPH_COMPACT_VERTEX, SKIN_CAPTURE,
                                            COPY, SCENE, STATIC_INPUT, SKINNED_INPUT)
 
 

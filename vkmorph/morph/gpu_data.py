@@ -178,7 +178,9 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
 #   and each thread finds its own delta in a block by a popcount of the mask bits below it. Loads of up to four
 #   deltas are issued back to back (branch-free, a miss reads the zero delta at index 0). No atomics: the
 #   summation order is fixed and results repeat. Devices without subgroup ballots, and CPU devices (lavapipe,
-#   where barriers, shared memory and per-lane loads are what cost), use a table-walk kernel over the same data.
+#   where barriers, shared memory and work per (block x lane) are what cost), use a per-vertex kernel over the
+#   same deltas with per-vertex (delta, slot) lists built only for it (a uniform walk of the block table was
+#   measured up to 15x slower there on sparse random targets).
 # Measured alternatives (bench/variants.py, bench/variants-*.txt): a shared-memory scan instead of ballots,
 # one dependent delta load per trip instead of four, masks loaded after compaction, the CSR layout before.
 # - Delta payload, no index: full = 2 x vec4 (p.xyz n.x | n.yz t.xy) + 1 float (t.z) = 36 bytes; compact =
@@ -211,14 +213,34 @@ class ChunkedPrimitive:
     scales: np.ndarray        # (T, 3) float32 (compact) / ones
     conservative_bounds: np.ndarray
     maximum_position_delta: float
+    vertex_first: np.ndarray | None = None    # (V + 1,) int64: each vertex's range in vertex_deltas
+    vertex_deltas: np.ndarray | None = None   # (D, 2) uint32: delta index, target (ascending per vertex)
 
     @property
     def delta_count(self) -> int:
         return len(self.delta_a) - 1
 
 
+def _vertex_lists(V: int, nz: list, target_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-vertex (delta, target) lists for the CPU-device kernel, by counting (no sort): targets in order, each
+    target's vertices are distinct, so one fancy-indexed increment per target places its deltas."""
+    counts = np.zeros(V, np.int64)
+    for v in nz:
+        counts[v] += 1
+    first = np.zeros(V + 1, np.int64)
+    np.cumsum(counts, out=first[1:])
+    out = np.zeros((int(first[-1]), 2), np.uint32)
+    fill = first[:-1].copy()
+    for t, v in enumerate(nz):
+        dest = fill[v]
+        out[dest, 0] = target_first[t] + np.arange(len(v))
+        out[dest, 1] = t
+        fill[v] += 1
+    return first, out
+
+
 def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
-                     weight_range: tuple[float, float] = (0.0, 1.0)) -> ChunkedPrimitive:
+                     weight_range: tuple[float, float] = (0.0, 1.0), vertex_lists: bool = False) -> ChunkedPrimitive:
     """Chunked layout of one primitive, vectorized per target (no loop over vertices).
 
     The block TABLE is chunk-major (what a workgroup walks); the DELTAS are stored target-major, vertex order
@@ -314,8 +336,9 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
     bounds = np.stack([(p + neg).min(axis=0), (p + pos).max(axis=0)]) if V else np.zeros((2, 3))
     reach = np.maximum(np.abs(neg), np.abs(pos))
     max_delta = float(np.sqrt((reach ** 2).sum(axis=1)).max()) if V else 0.0
+    lists = _vertex_lists(V, nz, target_first) if vertex_lists else (None, None)
     return ChunkedPrimitive(V, T, prim.vertices.dtype.itemsize // 16, chunks, table, masks, delta_a, delta_b,
-                            base, scales, bounds, max_delta)
+                            base, scales, bounds, max_delta, *lists)
 
 
 @dataclass
@@ -345,6 +368,8 @@ class ChunkedBatch:
     base: np.ndarray          # (V, 12) float32: the first 48 bytes of each vertex
     scales: np.ndarray        # (S, 4) float32 per weight slot (compact: position, normal, tangent scale)
     slots: list
+    vertex_first: np.ndarray | None = None    # (V + 1,) uint32 (vertex_lists only)
+    vertex_deltas: np.ndarray | None = None   # (D, 2) uint32: global delta index, weight slot
 
     @property
     def delta_count(self) -> int:
@@ -352,7 +377,7 @@ class ChunkedBatch:
 
 
 def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0), delta_format="full",
-                        slot_count: int | None = None) -> ChunkedBatch:
+                        slot_count: int | None = None, vertex_lists: bool = False) -> ChunkedBatch:
     """Lay out ``prims`` (validated primitives with targets; the same object may repeat: instances share one
     layout) for the chunked kernel. ``weight_offsets[i]``: weight slot of target 0 of prims[i];
     ``out_vec4[i]``: vec4 index of its vertex 0 in the output buffer (stride = vertex size / 16)."""
@@ -360,7 +385,7 @@ def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0)
     locs = []
     for p in prims:
         if id(p) not in cache:
-            cache[id(p)] = layout_primitive(p, delta_format, weight_range)
+            cache[id(p)] = layout_primitive(p, delta_format, weight_range, vertex_lists)
         locs.append(cache[id(p)])
     S = slot_count if slot_count is not None else max([w + lp.target_count for w, lp in zip(weight_offsets, locs)]
                                                       + [1])
@@ -383,9 +408,18 @@ def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0)
     if delta_format == "compact":
         delta_b = np.concatenate([delta_b, np.zeros(len(delta_b) % 2, np.uint16)]).view(np.uint32)
     slots = []
+    if vertex_lists:
+        vfirst = np.zeros(max(1, Vtot) + 1, np.uint32)
+        vdeltas = np.zeros((max(1, sum(len(lp.vertex_deltas) for lp in locs)), 2), np.uint32)
     c0 = b0 = v0 = 0
-    d0 = 0
+    d0 = l0 = 0
     for lp, w_off, o_vec4 in zip(locs, weight_offsets, out_vec4):
+        if vertex_lists:
+            L = len(lp.vertex_deltas)
+            vfirst[v0:v0 + lp.vertex_count + 1] = l0 + lp.vertex_first
+            vdeltas[l0:l0 + L, 0] = lp.vertex_deltas[:, 0] + d0
+            vdeltas[l0:l0 + L, 1] = lp.vertex_deltas[:, 1] + w_off
+            l0 += L
         C, B = len(lp.chunks), len(lp.table)
         ch = chunks[c0:c0 + C]
         ch[:, 0] = v0 + lp.chunks[:, 0]
@@ -401,4 +435,5 @@ def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0)
         slots.append(PrimitiveSlot(v0, c0, C, w_off, lp.delta_count, B, lp.conservative_bounds,
                                    lp.maximum_position_delta))
         c0, b0, v0, d0 = c0 + C, b0 + B, v0 + lp.vertex_count, d0 + lp.delta_count
-    return ChunkedBatch(delta_format, chunks, table, masks, delta_a, delta_b, base, scales, slots)
+    lists = (vfirst, vdeltas) if vertex_lists else (None, None)
+    return ChunkedBatch(delta_format, chunks, table, masks, delta_a, delta_b, base, scales, slots, *lists)

@@ -28,7 +28,7 @@ from ..asset.model import attribute_offsets_words
 from ..errors import UsageError
 from ..gpu import memory as M
 from ..gpu.context import Context
-from ..gpu.interface import MORPH, MORPH_COMPACT, MORPH_COMPACT_WALK, MORPH_WALK
+from ..gpu.interface import MORPH, MORPH_COMPACT, MORPH_COMPACT_VERTEX, MORPH_VERTEX
 from ..gpu.interface import MORPH_PUSH as PUSH
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
@@ -43,10 +43,10 @@ UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
 MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
 # Kernel per delta format. GPUs with subgroup ballots: active blocks compacted per workgroup in shared memory;
-# CPU devices (lavapipe) and GPUs without ballots: a uniform table walk, no barriers (both measured on an H200
-# and lavapipe, see bench/ and glsl/morph_common.glsl).
+# CPU devices (lavapipe) and GPUs without ballots: one invocation per vertex over its own (delta, slot) list, no
+# barriers (both measured on an H200 and lavapipe, see bench/ and glsl/morph_common.glsl).
 SHADERS = {"full": MORPH, "compact": MORPH_COMPACT}
-CPU_SHADERS = {"full": MORPH_WALK, "compact": MORPH_COMPACT_WALK}
+CPU_SHADERS = {"full": MORPH_VERTEX, "compact": MORPH_COMPACT_VERTEX}
 
 
 def subgroup_ballot_in_compute(ctx: Context) -> bool:
@@ -55,7 +55,7 @@ def subgroup_ballot_in_compute(ctx: Context) -> bool:
         sub = vk.VkPhysicalDeviceSubgroupProperties()
         props = vk.VkPhysicalDeviceProperties2(pNext=sub)
         vk.vkGetPhysicalDeviceProperties2(ctx.physical_device, props)   # Vulkan 1.1 core
-    except Exception:   # noqa: BLE001 -- a Vulkan 1.0 host: no subgroup query, use the table walk
+    except Exception:   # noqa: BLE001 -- a Vulkan 1.0 host: no subgroup query, use the per-vertex kernel
         return False
     return bool(sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT) and bool(
         sub.supportedOperations & vk.VK_SUBGROUP_FEATURE_BALLOT_BIT)
@@ -134,8 +134,10 @@ class MorphBatch:
             gather.append(node_slice.start + np.arange(inst.target_count))
             slot += inst.target_count
             out_bytes = _align(out_bytes + prim.vertices.nbytes)
+        self.kernel = kernel_for(ctx, self.delta_format)
+        lists = any(b.name == "vertex_first" for b in self.kernel.bindings)
         data = build_chunked_batch(prims, weight_offsets, out_vec4, self.pose.weight_range, self.delta_format,
-                                   slot_count=slot)
+                                   slot_count=slot, vertex_lists=lists)
         for inst, s in zip(self.instances, data.slots):
             inst.delta_count, inst.conservative_bounds = s.delta_count, s.conservative_bounds
             self._slots.append(_Slot(s.weight_offset, inst.target_count, s.first_chunk, s.chunk_count))
@@ -152,6 +154,8 @@ class MorphBatch:
                   "deltas_tz": data.delta_b, "base": data.base}
         if self.delta_format == "compact":
             arrays["scales"] = data.scales
+        if lists:
+            arrays["vertex_first"], arrays["vertex_deltas"] = data.vertex_first, data.vertex_deltas
         for name, arr in arrays.items():
             buffers[name] = self._own(M.device_buffer(ctx, arr, M.STORAGE, name=f"morph {name}"))
         self.weights = buffers["weights"] = self._own(M.device_buffer(ctx, None, M.STORAGE, size=4 * max(1, slot),
@@ -163,7 +167,6 @@ class MorphBatch:
         self.gpu_bytes["output"] = self.output.size
         for inst in self.instances:
             inst.vertex_buffer = self.output
-        self.kernel = kernel_for(ctx, self.delta_format)
         self.pipeline = ComputePipeline(ctx, self.kernel, max_sets=self.slots)
         self.descriptor_sets = []
         for k in range(self.slots):
