@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSETS = Path(os.environ.get("VKMORPH_ASSETS", ROOT.parent / "shared" / "assets"))
+ASSETS = Path(os.environ.get("VKMORPH_ASSETS", ROOT / "tests" / "assets"))
 
 # every shared glTF model: (folder, file)
 GLTF_ASSETS = [

@@ -30,7 +30,7 @@ from vkmorph.gpu import interface as I  # noqa: E402  (after the sys.path fix)
 
 GLSL = ROOT / "glsl"
 GEN = GLSL / "gen"
-SPIRV = ROOT / "spirv"
+SPIRV = ROOT / "vkmorph" / "spirv"  # inside the package, so wheels ship it
 STAGES = (".comp", ".vert", ".frag")
 
 
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
                     stale.append(name)
             elif not dst.is_file() or dst.read_bytes() != out.read_bytes():
                 shutil.copyfile(out, dst)
-                print(f"wrote spirv/{name}")
+                print(f"wrote vkmorph/spirv/{name}")
     known = {s.name + ".spv" for s in sources()}
     orphans = sorted(p.name for p in SPIRV.glob("*.spv") if p.name not in known)
     if failed or problems:

@@ -354,13 +354,13 @@ def cpu_frame_costs(ctx, counts=(1, 10, 100, 1000, 10000), repeats: int = 30) ->
             calls = 0
             for mode in ("changed", "unchanged"):       # steady state of each: every frame changes / none does
                 for i in range(repeats + 3):
-                    vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo())
+                    ctx.begin(cb)
                     t = time.perf_counter()
                     if mode == "changed":
                         rt.pose.set_flat(alt if i % 2 else base)
                     c = rt.record(cb)
                     dt = (time.perf_counter() - t) * 1e3
-                    vk.vkEndCommandBuffer(cb)
+                    ctx.end(cb)
                     vk.vkResetCommandBuffer(cb, 0)
                     if mode == "changed":
                         calls = c.dispatch_calls

@@ -1,19 +1,30 @@
 """The ``vkmorph`` command line (a stable contract, see docs/architecture.md).
 
-Every sub-command turns a ``VkmorphError`` into one line on stderr and exit status 2, writes nothing on error,
-and, with ``VKMORPH_VALIDATION=1``, prints each validation message and exits 3 if there was any.
+Every output path is checked before any work (vkmorph.outputs). Errors are one line on stderr and an exit
+status: 2 any vkmorph error (bad input or arguments, ``AssetError``/``UsageError``; a missing Vulkan loader,
+driver or layer, ``GpuError``), 3 validation messages (``VKMORPH_VALIDATION=1``, each echoed as it comes),
+1 an internal error (``VKMORPH_DEBUG=1`` shows the traceback), 130/143 interrupted by SIGINT/SIGTERM
+(temporary files removed). Warnings are one line each.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import warnings
 from collections.abc import Sequence
 
-from ..errors import VkmorphError
+from .. import __version__
+from ..errors import UsageError, VkmorphError
+from ..outputs import check_output, check_output_dir, printable
 
+EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_VALIDATION = 3
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
 
 
 def _gpu_context(**kw):
@@ -49,18 +60,32 @@ def cmd_morph(args) -> int:
 
 
 def cmd_render(args) -> int:
+    check_output(args.out, suffixes=(".png",))
     from .render_cmd import run_render
 
     return run_render(args)
 
 
 def cmd_demo(args) -> int:
-    from .demo import run_demo
+    if args.screenshot is not None:
+        check_output(args.screenshot, flag="--screenshot", suffixes=(".png",))
+    from .demo import headless_requested, run_demo
+
+    if headless_requested(args):
+        check_output_dir(args.out_dir)
 
     return run_demo(args)
 
 
 def cmd_bench(args) -> int:
+    for flag, suffixes in (("json", (".json",)), ("markdown", (".md", ".markdown")), ("plot", (".png",))):
+        if getattr(args, flag, None) is not None:
+            check_output(getattr(args, flag), flag=f"--{flag}", suffixes=suffixes)
+    if getattr(args, "plot", None) is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--plot needs matplotlib: pip install 'vkmorph[bench]'") from None
     from .bench import run_bench
 
     return run_bench(args)
@@ -70,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="vkmorph", description="GPU morph targets and skinning on Vulkan.",
                                  epilog="Environment: VKMORPH_VALIDATION=1|0 (validation layer, exit 3 on any "
                                         "message), VKMORPH_DEVICE=<name substring>.")
+    ap.add_argument("--version", action="version", version=f"vkmorph {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("devices", help="print the Vulkan device vkmorph would use")
@@ -80,14 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output (see docs/architecture.md)")
     p.set_defaults(fn=cmd_info)
 
-    p = sub.add_parser("morph", help="run the GPU morph pass on FILE and write the output vertices to .npz")
+    p = sub.add_parser("morph", help="pose FILE on the GPU (morph, optionally skinning) and write vertices to .npz")
     p.add_argument("file")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--weights", help="comma-separated weights applied to every morph primitive")
-    g.add_argument("--clip", help="animation clip name or index, sampled at --time")
-    p.add_argument("--time", type=float, default=0.0, help="seconds into --clip (clamped, not looped)")
-    p.add_argument("--skinned", action="store_true", help="positions after morph + skinning (mesh node space)")
-    p.add_argument("--out", required=True, help="output .npz")
+    p.add_argument("--weights", help="comma-separated weights applied to every morph primitive")
+    p.add_argument("--weight", action="append", metavar="NAME=W",
+                   help="set morph target NAME to W on every node that has it (repeatable; after --clip)")
+    p.add_argument("--clip", help="animation clip name or index, sampled at --time")
+    p.add_argument("--time", type=float, default=None, help="seconds into --clip (clamped, not looped; default 0)")
+    p.add_argument("--skinned", action="store_true", help="positions after morph + skinning")
+    p.add_argument("--world", action="store_true", help="world space instead of the mesh node's space")
+    p.add_argument("--names", action="store_true", help="keys <node>/<k>/... for every instance instead of p<i>/")
+    p.add_argument("--out", required=True, help="output .npz (position, normal, tangent, indices per primitive)")
     p.set_defaults(fn=cmd_morph)
 
     p = sub.add_parser("render", help="render one frame of FILE headless to a PNG (shadow + forward pass)")
@@ -106,12 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--headless", action="store_true", help="force headless rendering (automatic without a display)")
     p.add_argument("--out-dir", default="demo-frames", help="headless: folder for frame PNGs (default demo-frames)")
     p.add_argument("--log-frames", action="store_true", help="print each frame's morph dispatch counters")
+    p.add_argument("--no-panel", action="store_true", help="no on-screen panel (keys still work)")
     p.set_defaults(fn=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy",
                        description="Same-window roofline of the morph pass (floor bytes = V x (48 + 36) + active "
-                                   "deltas x 40 at the copy bandwidth); a full run takes about 3 minutes on an H200 "
-                                   "and about 15 minutes on lavapipe with 2 cores.")
+                                   "deltas x 40 at the copy bandwidth). A full run takes about 3 minutes on an H200 "
+                                   "and 3-5 minutes on lavapipe (2 cores); --quick under a minute.")
     p.add_argument("--quick", action="store_true", help="small sizes only (a minute on lavapipe)")
     p.add_argument("--json", help="write results as JSON")
     p.add_argument("--markdown", help="write a markdown table")
@@ -120,17 +150,82 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+class _Terminated(BaseException):
+    """Raised by the SIGTERM handler so cleanup (temporary files, GPU objects) runs as for Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
+class _Warnings:
+    """Warnings during a command, one line each. numpy's RuntimeWarnings (overflow, invalid value on bad data) are
+    held: printed (once each) when the command succeeds, dropped when it fails, so an error stays ONE line."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+
+    def show(self, message, category, filename, lineno, file=None, line=None) -> None:
+        text = f"vkmorph: warning: {printable(message)}"
+        if issubclass(category, RuntimeWarning):
+            if text not in self.held:
+                self.held.append(text)
+        else:
+            print(text, file=sys.stderr)
+
+    def flush(self) -> None:
+        for text in self.held:
+            print(text, file=sys.stderr)
+        self.held.clear()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # A dependency's SyntaxWarning (pyassimp on Python 3.12+, first import) must not reach stderr.
+    warnings.filterwarnings("ignore", category=SyntaxWarning)
+    held = _Warnings()
+    warnings.showwarning = held.show
     args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
-        return int(args.fn(args) or 0)
+        status = int(args.fn(args) or 0)
+        held.flush()
+        return status
     except VkmorphError as exc:
-        print(f"vkmorph {args.command}: {exc}", file=sys.stderr)
+        print(f"vkmorph {args.command}: {printable(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        return 130
+        print(f"vkmorph {args.command}: interrupted", file=sys.stderr)
+        return EXIT_SIGINT
+    except _Terminated:
+        print(f"vkmorph {args.command}: terminated", file=sys.stderr)
+        return EXIT_SIGTERM
     except BrokenPipeError:  # `vkmorph info x | head`
+        _quiet_stdout()
         return 0
+    except Exception as exc:  # noqa: BLE001 - one line instead of a traceback, unless asked for
+        if os.environ.get("VKMORPH_DEBUG"):
+            raise
+        print(f"vkmorph {args.command}: internal error: {type(exc).__name__}: {printable(exc)} "
+              "(VKMORPH_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _quiet_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

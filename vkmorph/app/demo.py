@@ -26,17 +26,20 @@ HELP = """vkmorph demo keys
   C                    cycle the animation (sine drivers, then the file's clips)
   J / N                toggle the bone-weight heat map / select the next joint
   L                    swing the light around
-  P                    print the current weights;  H  this help;  ESC  quit"""
+  P                    print the current weights;  H  this help;  ESC  quit
+  U                    show / hide the on-screen panel (sliders, clips, timeline, heat-map joint)"""
+
+
+def headless_requested(args) -> bool:
+    """--headless, or no display to open a window on."""
+    return bool(args.headless or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")))
 
 
 def run_demo(args) -> int:
-    scene = load_scene(args.file)
     if args.frames < 0:
         raise UsageError("--frames must be >= 0")
-    if args.screenshot and not str(args.screenshot).lower().endswith(".png"):
-        raise UsageError("--screenshot must be a .png path")
-    has_display = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    if args.headless or not has_display:
+    scene = load_scene(args.file)
+    if headless_requested(args):
         if not args.headless:
             print("vkmorph demo: no display (DISPLAY / WAYLAND_DISPLAY unset); rendering headless to PNG instead",
                   file=sys.stderr)
@@ -85,6 +88,9 @@ class DemoWindow:
         self.light_angle = 0.0
         self.frame_index = 0
         self.shot_taken = False
+        self.panel = None
+        self.stats: dict = {}
+        self._draw_data = None
 
     # ------------------------------------------------------------------ set-up
     def run(self) -> int:
@@ -92,6 +98,9 @@ class DemoWindow:
 
         if not glfw.init():
             raise GpuError("GLFW could not initialise the display (is DISPLAY valid?)")
+        from .display_guard import DisplayGuard
+
+        self.guard = DisplayGuard(glfw)
         try:
             glfw.window_hint(glfw.CLIENT_API, glfw.NO_API)
             glfw.window_hint(glfw.RESIZABLE, glfw.TRUE)
@@ -101,74 +110,55 @@ class DemoWindow:
             try:
                 return self._run_with_window(glfw)
             finally:
-                glfw.destroy_window(self.window)
+                if self.guard.lost is None:
+                    glfw.destroy_window(self.window)
         finally:
-            glfw.terminate()
+            if self.guard.lost is None:  # on a dead connection only the process exit can close it
+                glfw.terminate()
+            else:
+                self.guard.release_stderr()
+                print(f"vkmorph demo: {self.guard.lost}; GPU resources released", file=sys.stderr)
 
     def _run_with_window(self, glfw) -> int:
         from ..gpu.context import Context
-        from ..gpu.swapchain import SurfaceFunctions, create_surface
+        from ..gpu.present import WindowPresenter
+        from ..gpu.vk import vk
+        from ..render.renderer import SceneRenderer
 
         ctx = Context.create(echo_messages=True, instance_extensions=glfw.get_required_instance_extensions(),
                              device_extensions=["VK_KHR_swapchain"])
         self.ctx = ctx
-        surface = None
+        self.presenter = self.renderer = None
         try:
-            self.fns = SurfaceFunctions(ctx)
-            surface = create_surface(ctx, self.window)
-            self.surface = surface
+            self.presenter = WindowPresenter(ctx, self.window, vsync=not self.args.no_vsync,
+                                             frames_in_flight=FRAMES_IN_FLIGHT)
+            # the forward pass renders straight into the swapchain images, in their format
+            self.renderer = SceneRenderer(ctx, self.scene, self.presenter.format, vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
+                                          frames_in_flight=FRAMES_IN_FLIGHT)
+            from .driver import SceneDriver
+
+            self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
+                                      sine=self.default_scene)
+            self.panel = self._make_panel()
+            # multisampled colour + depth-stencil per swapchain size, resolved into the swapchain image
+            self.presenter.attach(self.renderer.forward_pass,
+                                  self.panel.renderer.render_pass if self.panel is not None else None,
+                                  create_targets=self.renderer.create_targets)
             self._loop(glfw)
         finally:
-            ctx.wait_idle()
-            self._teardown()
-            if surface is not None:
-                self.fns.destroy_surface(ctx.instance, surface, None)
-            ctx.destroy()
+            try:
+                if self.presenter is not None:
+                    self.presenter.destroy()
+                if self.panel is not None:
+                    self.panel.destroy()
+            finally:
+                if self.renderer is not None:
+                    self.renderer.destroy()
+                ctx.destroy()
         if ctx.errors_and_warnings():
             print(f"vkmorph demo: {len(ctx.errors_and_warnings())} validation messages", file=sys.stderr)
             return 3
         return 0
-
-    def _create_swapchain(self, glfw, old=None) -> None:
-        from ..gpu import graphics as G
-        from ..gpu.image import DEPTH_FORMAT, Image
-        from ..gpu.swapchain import Swapchain
-        from ..gpu.vk import vk
-
-        w, h = glfw.get_framebuffer_size(self.window)
-        sc = Swapchain(self.ctx, self.fns, self.surface, w, h, vsync=not self.args.no_vsync, old=old)
-        if old is not None:
-            self._destroy_swapchain_objects()
-            old.destroy()
-        self.swapchain = sc
-        self.sc_group = G.ObjectGroup(self.ctx, "swapchain framebuffers")
-        self.depth = Image(self.ctx, sc.width, sc.height, DEPTH_FORMAT, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
-                           vk.VK_IMAGE_ASPECT_DEPTH_BIT, name="window depth")
-        self.framebuffers = [G.framebuffer(self.ctx, self.sc_group, self.renderer.forward_pass, [v, self.depth.view],
-                                           sc.width, sc.height) for v in sc.views]
-        self.render_done = [self.sc_group.add(vk.vkDestroySemaphore,
-                                              vk.vkCreateSemaphore(self.ctx.device, vk.VkSemaphoreCreateInfo(), None))
-                            for _ in sc.images]
-
-    def _destroy_swapchain_objects(self) -> None:
-        self.sc_group.destroy()
-        self.depth.destroy()
-
-    def _teardown(self) -> None:
-        from ..gpu.vk import vk
-
-        if getattr(self, "swapchain", None) is not None:
-            self._destroy_swapchain_objects()
-            self.swapchain.destroy()
-        for name in ("frame_group",):
-            g = getattr(self, name, None)
-            if g is not None:
-                g.destroy()
-        if getattr(self, "query_pools", None):
-            for qp in self.query_pools:
-                vk.vkDestroyQueryPool(self.ctx.device, qp, None)
-        if getattr(self, "renderer", None) is not None:
-            self.renderer.destroy()
 
     # ------------------------------------------------------------------ input
     def _targets(self) -> list[tuple[int, int, str]]:
@@ -222,6 +212,8 @@ class DemoWindow:
             a = self.light_angle
             self.renderer.light_dir = np.array([-0.45 * np.cos(a) - 0.35 * np.sin(a), -1.0,
                                                 -0.35 * np.cos(a) + 0.45 * np.sin(a)])
+        elif key == glfw.KEY_U and self.panel is not None:
+            self.panel.visible = not self.panel.visible
         elif key == glfw.KEY_P:
             pose = self.renderer.runtime.pose
             for node in pose.morph_nodes:
@@ -230,10 +222,16 @@ class DemoWindow:
     def _on_mouse_button(self, window, button, action, mods) -> None:
         import glfw
 
+        if self.panel is not None:
+            self.panel.mouse_button(button, action == glfw.PRESS)
+            if action == glfw.PRESS and self.panel.wants_mouse:
+                return
         if button == glfw.MOUSE_BUTTON_LEFT:
             self.dragging = glfw.get_cursor_pos(window) if action == glfw.PRESS else None
 
     def _on_cursor(self, window, x, y) -> None:
+        if self.panel is not None:
+            self.panel.mouse_pos(x, y)
         if self.dragging is not None:
             px, py = self.dragging
             cam = self.renderer.camera
@@ -242,60 +240,77 @@ class DemoWindow:
             self.dragging = (x, y)
 
     def _on_scroll(self, window, dx, dy) -> None:
+        if self.panel is not None:
+            self.panel.scroll(dx, dy)
+            if self.panel.wants_mouse:
+                return
         self.renderer.camera.distance *= 0.9 ** dy
 
     # ------------------------------------------------------------------ frame loop
+    def _make_panel(self):
+        """The on-screen panel, unless --no-panel or imgui-bundle is not installed (then keys only)."""
+        if self.args.no_panel:
+            return None
+        try:
+            import imgui_bundle  # noqa: F401
+        except ImportError:
+            print("vkmorph demo: no on-screen panel (pip install imgui-bundle); keys still work", file=sys.stderr)
+            return None
+        from .panel import DemoPanel
+
+        return DemoPanel(self.scene, self.driver, self.renderer.runtime.pose, self.ctx, self.presenter.format,
+                         FRAMES_IN_FLIGHT)
+
     def _loop(self, glfw) -> None:
-        from ..gpu import graphics as G
-        from ..gpu.vk import vk
-        from ..render.renderer import SceneRenderer
-        from .driver import SceneDriver
-
-        ctx = self.ctx
-        # The renderer's forward pass must match the swapchain format: ask the surface first.
-        from ..gpu.swapchain import choose_format
-
-        fmt, _ = choose_format(self.fns.formats(ctx.physical_device, self.surface))
-        self.renderer = SceneRenderer(ctx, self.scene, fmt, vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-                                      frames_in_flight=FRAMES_IN_FLIGHT)
-        self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
-                                  sine=self.default_scene)
-        self._create_swapchain(glfw)
-        self.frame_group = G.ObjectGroup(ctx, "demo frame sync")
-        self.cbs = [ctx.allocate_command_buffer() for _ in range(FRAMES_IN_FLIGHT)]
-        self.frame_group.add(lambda d, h, a: vk.vkFreeCommandBuffers(d, ctx.command_pool, len(h), h), self.cbs)
-        self.fences = [self.frame_group.add(vk.vkDestroyFence, vk.vkCreateFence(
-            ctx.device, vk.VkFenceCreateInfo(flags=vk.VK_FENCE_CREATE_SIGNALED_BIT), None))
-            for _ in range(FRAMES_IN_FLIGHT)]
-        self.acquired = [self.frame_group.add(vk.vkDestroySemaphore, vk.vkCreateSemaphore(
-            ctx.device, vk.VkSemaphoreCreateInfo(), None)) for _ in range(FRAMES_IN_FLIGHT)]
-        self.timestamps = bool(ctx.info.timestamp_valid)
-        self.query_pools = [vk.vkCreateQueryPool(ctx.device, vk.VkQueryPoolCreateInfo(
-            queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=3), None) for _ in range(FRAMES_IN_FLIGHT)]
-        self.query_used = [False] * FRAMES_IN_FLIGHT
         glfw.set_key_callback(self.window, self._on_key)
         glfw.set_mouse_button_callback(self.window, self._on_mouse_button)
         glfw.set_cursor_pos_callback(self.window, self._on_cursor)
         glfw.set_scroll_callback(self.window, self._on_scroll)
-        glfw.set_framebuffer_size_callback(self.window, lambda w, x, y: setattr(self, "resized", True))
+        glfw.set_framebuffer_size_callback(self.window, lambda w, x, y: setattr(self.presenter, "resized", True))
         print("vkmorph demo: press H for keys", flush=True)
 
         last_t = time.perf_counter()
+        self._panel_t = last_t
         title_t, title_frames = last_t, 0
         gpu_ms = (0.0, 0.0)
         frames = self.args.frames
-        while not glfw.window_should_close(self.window):
+        while not glfw.window_should_close(self.window) and self.guard.lost is None:
             glfw.poll_events()
-            w, h = glfw.get_framebuffer_size(self.window)
+            if self.guard.lost is None:
+                w, h = glfw.get_framebuffer_size(self.window)
+            if self.guard.lost is not None:
+                self.guard.hold_stderr()
+                break
             if w == 0 or h == 0:  # minimized: nothing to draw into
                 glfw.wait_events()
                 continue
             now = time.perf_counter()
             self.driver.advance(now - last_t)
             last_t = now
+            if self.panel is not None:
+                heat = {"on": self.heat, "joint": self.heat_joint}
+                self._draw_data = self.panel.build(glfw.get_window_size(self.window), (w, h), now - self._panel_t,
+                                                   self.stats, heat)
+                self._panel_t = now
+                self.heat, self.heat_joint = heat["on"], heat["joint"]
             self.renderer.heat_joint = self.heat_joint if self.heat else -1
             shot = bool(self.args.screenshot) and frames and self.frame_index == frames - 1
-            result = self._frame(glfw, self.frame_index % FRAMES_IN_FLIGHT, shot)
+            try:
+                result = self._frame(shot)
+            except GpuError:
+                if self.guard.lost is None:
+                    raise
+                self.guard.hold_stderr()
+                break
+            except Exception as exc:  # the surface died with the window (VK_ERROR_SURFACE_LOST_KHR, ...)
+                if self.guard.lost is None and "Surface" not in type(exc).__name__:
+                    raise
+                self.guard.lost = self.guard.lost or "the window's surface was lost"
+                self.guard.hold_stderr()
+                break
+            if self.guard.lost is not None:  # lost during the frame: no further GLFW/Xlib call
+                self.guard.hold_stderr()
+                break
             if result is None:
                 continue
             counters, gpu = result
@@ -306,112 +321,41 @@ class DemoWindow:
                       f"uploaded {counters.bytes_uploaded}", flush=True)
             self.frame_index += 1
             title_frames += 1
+            self.stats.update(morph_ms=gpu_ms[0], frame_ms=gpu_ms[1], dispatched=counters.dispatched,
+                              skipped=counters.skipped)
             if now - title_t >= 0.5:
                 fps = title_frames / (now - title_t)
+                self.stats["fps"] = fps
                 glfw.set_window_title(self.window, f"vkmorph | {fps:.0f} FPS | morph {gpu_ms[0]:.3f} ms | frame "
                                       f"{gpu_ms[1]:.2f} ms GPU | dispatched {counters.dispatched} skipped "
                                       f"{counters.skipped} | {self.driver.mode_name}")
                 title_t, title_frames = now, 0
             if frames and self.frame_index >= frames:
                 break
-        if self.args.screenshot and not self.shot_taken:  # closed by the user: capture one more frame
-            self._frame(glfw, self.frame_index % FRAMES_IN_FLIGHT, True)
+        if self.guard.lost is not None:
+            self.guard.hold_stderr()
+        if self.args.screenshot and not self.shot_taken and self.guard.lost is None:  # closed by the user
+            self._frame(True)
 
-    def _frame(self, glfw, slot: int, screenshot: bool):
-        from ..gpu import barriers
-        from ..gpu import memory as M
-        from ..gpu.vk import ffi, vk
+    def _frame(self, screenshot: bool):
+        """One frame: the presenter's slot and image, the renderer's passes, a timestamp after the morph pass."""
+        from ..gpu.timestamps import COMPUTE
 
-        ctx = self.ctx
-        ctx_fence = self.fences[slot]
-        vk.vkWaitForFences(ctx.device, 1, [ctx_fence], vk.VK_TRUE, 10**10)
-        gpu = None
-        if self.query_used[slot] and self.timestamps:
-            data = np.zeros(3, np.uint64)
-            vk.vkGetQueryPoolResults(ctx.device, self.query_pools[slot], 0, 3, 24, ffi.from_buffer(data), 8,
-                                     vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
-            p = ctx.info.timestamp_period_ns * 1e-6
-            gpu = (float(data[1] - data[0]) * p, float(data[2] - data[0]) * p)
-        if self.resized:
-            self.resized = False
-            ctx.wait_idle()
-            self._create_swapchain(glfw, old=self.swapchain)
-        index, optimal = self.swapchain.acquire(self.acquired[slot])
-        if index is None:
-            ctx.wait_idle()
-            self._create_swapchain(glfw, old=self.swapchain)
+        pr, r = self.presenter, self.renderer
+        frame = pr.begin_frame()
+        if frame is None:
             return None
-        vk.vkResetFences(ctx.device, 1, [ctx_fence])
-        sc = self.swapchain
-        r = self.renderer
-        r.update(slot, sc.width / sc.height)
-        cb = self.cbs[slot]
-        qp = self.query_pools[slot]
-        vk.vkResetCommandBuffer(cb, 0)
-        vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
-        vk.vkCmdResetQueryPool(cb, qp, 0, 3)
-        vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qp, 0)
-        counters = r.record(cb, slot, self.framebuffers[index], sc.width, sc.height,
-                            after_morph=lambda c: vk.vkCmdWriteTimestamp(
-                                c, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, qp, 1))
-        staging = None
-        if screenshot and sc.can_copy:
-            staging = M.host_buffer(ctx, sc.width * sc.height * 4, M.TRANSFER_DST, name="screenshot")
-            _record_swapchain_copy(cb, sc.images[index], staging.handle, sc.width, sc.height)
-            barriers.transfer_write_to_host_read(cb)
-        vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp, 2)
-        vk.vkEndCommandBuffer(cb)
-        ctx.submit([cb], fence=ctx_fence, wait_semaphores=[self.acquired[slot]],
-                   wait_stages=[vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT],
-                   signal_semaphores=[self.render_done[index]])
-        self.query_used[slot] = True
-        presented = sc.present(index, self.render_done[index])
-        if staging is not None:
-            vk.vkWaitForFences(ctx.device, 1, [ctx_fence], vk.VK_TRUE, 10**10)
-            self._save_screenshot(staging, sc)
-            staging.destroy()
+        r.update(frame.slot, frame.width / frame.height, frame.width, frame.height)
+        counters = r.record(frame.cb, frame.slot, frame.framebuffer, frame.width, frame.height,
+                            after_morph=lambda c: pr.timestamps.write(c, 1, frame.slot, COMPUTE))
+        if self.panel is not None and self._draw_data is not None:
+            self.panel.record(frame.cb, frame.slot, frame.overlay_framebuffer, frame.width, frame.height,
+                              self._draw_data)
+        pixels = pr.end_frame(frame, screenshot=screenshot)
+        if pixels is not None:
+            from ..render.offscreen import write_png_atomic
+
+            write_png_atomic(self.args.screenshot, pixels)
+            print(f"screenshot: {self.args.screenshot}", flush=True)
             self.shot_taken = True
-        if not presented or not optimal:
-            self.resized = True
-        return counters, gpu
-
-    def _save_screenshot(self, staging, sc) -> None:
-        from ..gpu.vk import vk
-        from ..render.offscreen import write_png_atomic
-
-        px = staging.mapped.reshape(sc.height, sc.width, 4).copy()
-        if sc.format == vk.VK_FORMAT_B8G8R8A8_SRGB:
-            px = px[..., [2, 1, 0, 3]]
-        px[..., 3] = 255
-        write_png_atomic(self.args.screenshot, px)
-        print(f"screenshot: {self.args.screenshot}", flush=True)
-
-
-def _record_swapchain_copy(cb, image, buffer, width: int, height: int) -> None:
-    """present_to_transfer_src, copy, transfer_src_to_present: the image goes back to presentation unchanged."""
-    from ..gpu.vk import vk
-
-    rng = vk.VkImageSubresourceRange(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0, levelCount=1,
-                                     baseArrayLayer=0, layerCount=1)
-    to_src = vk.VkImageMemoryBarrier(srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
-                                     dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT,
-                                     oldLayout=vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-                                     newLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-                                     srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-                                     dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=image,
-                                     subresourceRange=rng)
-    vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                            0, 0, None, 0, None, 1, [to_src])
-    region = vk.VkBufferImageCopy(
-        bufferOffset=0, bufferRowLength=0, bufferImageHeight=0,
-        imageSubresource=vk.VkImageSubresourceLayers(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0,
-                                                     baseArrayLayer=0, layerCount=1),
-        imageOffset=vk.VkOffset3D(0, 0, 0), imageExtent=vk.VkExtent3D(width, height, 1))
-    vk.vkCmdCopyImageToBuffer(cb, image, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, buffer, 1, [region])
-    back = vk.VkImageMemoryBarrier(srcAccessMask=0, dstAccessMask=0,
-                                   oldLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-                                   newLayout=vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-                                   srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-                                   dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=image, subresourceRange=rng)
-    vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-                            0, 0, None, 0, None, 1, [back])
+        return counters, (tuple(frame.gpu_ms) if frame.gpu_ms else None)

@@ -6,6 +6,7 @@ import json
 
 from ..asset.importer import load_scene
 from ..asset.model import SceneAsset
+from ..outputs import printable as _p
 
 
 def scene_summary(scene: SceneAsset) -> dict:
@@ -37,28 +38,28 @@ def run_info(args) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    print(f"{summary['file']}: {summary['node_count']} nodes, {len(summary['primitives'])} primitives, "
+    print(f"{_p(summary['file'])}: {summary['node_count']} nodes, {len(summary['primitives'])} primitives, "
           f"{len(summary['skins'])} skins, {len(summary['animations'])} animations")
     for i, p in enumerate(summary["primitives"]):
-        print(f"  p{i} {p['mesh']!r}: {p['vertex_count']} vertices, {p['index_count']} indices, "
+        print(f"  p{i} {_p(p['mesh'])!r}: {p['vertex_count']} vertices, {p['index_count']} indices, "
               f"{len(p['target_names'])} targets ({p['delta_count']} deltas)"
               f"{', skinned' if p['skinned'] else ''}"
               + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else "")
               + (f", {p['unweighted_vertices']} vertices without influence (rigid with the mesh node)"
                  if p['unweighted_vertices'] else ""))
         if p["target_names"]:
-            print(f"      targets: {', '.join(p['target_names'])}")
+            print(f"      targets: {_p(', '.join(p['target_names']))}")
             generated = [n for n, g in zip(p["target_names"], p["target_names_generated"]) if g]
             if generated:
-                print(f"      names generated (file has none): {', '.join(generated)}")
+                print(f"      names generated (file has none): {_p(', '.join(generated))}")
             if p["duplicate_target_names"]:
-                print(f"      duplicate names (set these by index): {', '.join(p['duplicate_target_names'])}")
+                print(f"      duplicate names (set these by index): {_p(', '.join(p['duplicate_target_names']))}")
             derived = [n for n, d in zip(p["target_names"], p["target_normals_derived"]) if d]
             if derived:
-                print(f"      normals derived from positions (file has none): {', '.join(derived)}")
+                print(f"      normals derived from positions (file has none): {_p(', '.join(derived))}")
     for s in summary["skins"]:
-        print(f"  skin {s['name']}: {s['joint_count']} joints")
+        print(f"  skin {_p(s['name'])}: {s['joint_count']} joints")
     for a in summary["animations"]:
-        print(f"  clip {a['name']!r}: {a['duration_s']:.3f} s, morph {a['morph_channels']}, "
+        print(f"  clip {_p(a['name'])!r}: {a['duration_s']:.3f} s, morph {_p(a['morph_channels'])}, "
               f"nodes {len(a['node_channels'])}")
     return 0

@@ -1,21 +1,20 @@
-"""``vkmorph morph FILE [--weights W,..|--clip NAME --time T] [--skinned] --out OUT.npz`` (docs/architecture.md).
+"""``vkmorph morph FILE [--weights W,..] [--weight NAME=W]... [--clip NAME [--time T]] [--skinned] [--world]
+[--names] --out OUT.npz`` (contract: docs/architecture.md), on top of the Python API (`vkmorph.api.Model.pose`).
 
-Runs the real compute pass and reads the output vertex buffer back; for primitive i in import order it writes
-p{i}/position, p{i}/normal, p{i}/tangent (float32, V x 3) as instanced by the first node (file order) that uses
-its mesh. Arguments are checked before any GPU work; the file is written atomically (temp file + rename).
+For primitive i in import order, as instanced by the first node (file order) that uses its mesh, it writes
+``p{i}/position``, ``p{i}/normal``, ``p{i}/tangent`` (float32, V x 3) and ``p{i}/indices`` (uint32); with
+``--names`` the keys are ``<node>/<k>/...`` for every instance instead. Arguments and the output path are
+checked before any GPU work; the file is written atomically (vkmorph.outputs), nothing on error.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
+import math
 
 import numpy as np
 
-from ..asset.importer import load_scene
 from ..errors import UsageError
-from ..morph.state import file_weight_range
+from ..outputs import atomic_write, check_output
 
 
 def parse_weights(text: str) -> np.ndarray:
@@ -28,6 +27,23 @@ def parse_weights(text: str) -> np.ndarray:
     return w
 
 
+def parse_named_weights(items: list[str] | None) -> dict[str, float]:
+    """``--weight NAME=W`` (repeatable) -> {NAME: W}; the last one wins for a repeated name."""
+    out: dict[str, float] = {}
+    for item in items or ():
+        name, sep, value = item.rpartition("=")
+        if not sep or not name:
+            raise UsageError(f"--weight must look like NAME=W, got {item!r}")
+        try:
+            w = float(value)
+        except ValueError:
+            raise UsageError(f"--weight {name}: {value!r} is not a number") from None
+        if not math.isfinite(w):
+            raise UsageError(f"--weight {name}: {value!r} is not finite")
+        out[name] = w
+    return out
+
+
 def first_instances(scene) -> list[tuple[int, int]]:
     """(node, primitive-in-mesh) of the first node instancing each primitive, in import order."""
     out = []
@@ -38,77 +54,58 @@ def first_instances(scene) -> list[tuple[int, int]]:
     return out
 
 
-def write_npz_atomic(path: str, arrays: dict[str, np.ndarray]) -> None:
-    out = Path(path)
-    if out.parent and not out.parent.exists():
-        raise UsageError(f"output folder {out.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=out.parent or ".")
-    os.close(fd)
-    try:
-        np.savez(tmp, **arrays)
-        os.replace(tmp, out)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def run_morph(args) -> int:
-    scene = load_scene(args.file)
-    weights = parse_weights(args.weights) if args.weights is not None else None
-    clip = scene.clip(args.clip) if args.clip is not None else None
-    if args.clip is not None and not np.isfinite(args.time):
+    out = check_output(args.out, suffixes=(".npz",))
+    if args.time is not None and args.clip is None:
+        raise UsageError("--time needs --clip (the file's default weights have no time)")
+    if args.time is not None and not math.isfinite(args.time):
         raise UsageError(f"--time must be finite, got {args.time}")
-    if weights is not None:
-        for p in scene.primitives:
-            if p.morph_targets and len(p.morph_targets) != len(weights):
-                raise UsageError(f"--weights has {len(weights)} values but primitive {p.name!r} has "
-                                 f"{len(p.morph_targets)} targets")
-    if args.skinned and not any(p.is_skinned for p in scene.primitives):
-        raise UsageError("--skinned: the file has no skinned primitive")
+    named = parse_named_weights(args.weight)
+    listed = parse_weights(args.weights) if args.weights is not None else None
+    if named and listed is not None:
+        raise UsageError("use --weights (one list) or --weight NAME=W, not both")
 
-    from ..anim.player import AnimationPlayer
-    from ..anim.skeleton import Skeleton
-    from ..gpu.context import Context
-    from ..render.morph_pass import MorphRuntime
+    from ..api import Model
 
-    ctx = Context.create(echo_messages=True)
+    given = list(named.values()) if named else ([] if listed is None else list(listed))
+    model = Model(args.file, echo_messages=True, extra_weights=given)
     try:
-        rt = MorphRuntime(ctx, scene, file_weight_range(scene, () if weights is None else weights))
-        skeleton = Skeleton(scene)
-        if weights is not None:
-            for node in rt.pose.morph_nodes:
-                rt.set_weights(node, weights[: len(rt.pose.weights(node))])
-        elif clip is not None:
-            player = AnimationPlayer(scene, rt.pose, skeleton)
-            player.clip = clip
-            player.apply(min(max(args.time, 0.0), clip.duration))
-        ctx.submit_and_wait(rt.record)
+        scene = model.scene
+        clip = scene.clip(args.clip).name if args.clip is not None else None
+        if args.skinned and not any(p.is_skinned for p in scene.primitives):
+            raise UsageError("--skinned: the file has no skinned primitive")
+        weights = named or listed
+        if listed is not None:  # the historical message: count against each primitive's targets
+            for p in scene.primitives:
+                if p.morph_targets and len(p.morph_targets) != len(listed):
+                    raise UsageError(f"--weights has {len(listed)} values but primitive {p.name!r} has "
+                                     f"{len(p.morph_targets)} targets")
+        pose = model.pose(weights=weights, clip=clip, time=args.time, space="world" if args.world else "mesh",
+                          skinning=args.skinned)
         arrays: dict[str, np.ndarray] = {}
-        skinner = None
-        if args.skinned:
-            from ..render.skin_capture import SkinCapture
-
-            skinner = SkinCapture(ctx, max_runs=len(scene.primitives))
-        for i, (node, p_i) in enumerate(first_instances(scene)):
-            if node is None:
-                continue
-            inst = rt.instance(node, p_i)
-            v = rt.read_vertices(inst)
-            pos, nrm, tan = v["position"], v["normal"], v["tangent"][:, :3]
-            if skinner is not None and inst.prim.is_skinned:
-                mats = skeleton.skin_matrices(inst.prim.skin, node)
-                pos, nrm, tan = skinner.run(inst.vertex_buffer, inst.vertex_offset, inst.prim.vertices.dtype,
-                                            inst.prim.vertex_count, mats)
-            arrays[f"p{i}/position"] = np.ascontiguousarray(pos, np.float32)
-            arrays[f"p{i}/normal"] = np.ascontiguousarray(nrm, np.float32)
-            arrays[f"p{i}/tangent"] = np.ascontiguousarray(tan, np.float32)
-        if skinner is not None:
-            skinner.destroy()
-        rt.destroy()
+        if args.names:
+            for prim in pose:
+                _put(arrays, prim.name, prim)
+        else:
+            by_key = {(p.node, p.primitive): p for p in pose}
+            for i, key in enumerate(first_instances(scene)):
+                if key in by_key:
+                    _put(arrays, f"p{i}", by_key[key])
     finally:
-        ctx.destroy()
-    if ctx.errors_and_warnings():
+        model.close()
+    if model.messages:
         return 3
-    write_npz_atomic(args.out, arrays)
-    print(f"wrote {args.out}: {len(arrays) // 3} primitives")
+
+    def write(f):
+        np.savez(f, **arrays)
+
+    atomic_write(out, write)
+    print(f"wrote {args.out}: {len(arrays) // 4} primitives")
     return 0
+
+
+def _put(arrays: dict[str, np.ndarray], key: str, prim) -> None:
+    arrays[f"{key}/position"] = np.ascontiguousarray(prim.positions, np.float32)
+    arrays[f"{key}/normal"] = np.ascontiguousarray(prim.normals, np.float32)
+    arrays[f"{key}/tangent"] = np.ascontiguousarray(prim.tangents, np.float32)
+    arrays[f"{key}/indices"] = np.ascontiguousarray(prim.indices, np.uint32)

@@ -71,6 +71,7 @@ class _Validator:
         self.skins()
         self.meshes()
         self.animations()
+        self.unique_bound_names()
         self.materials()
         for i in range(len(d.array("accessors"))):
             if len(self.acc(i, f"accessors[{i}]")) == 0:
@@ -339,20 +340,33 @@ class _Validator:
                 if not np.isfinite(out).all():
                     raise self.err(f"{sw}.output", f"non-finite value at {_first(~np.isfinite(out))}")
 
+    def unique_bound_names(self) -> None:
+        """Assimp binds skin joints and animation channels to nodes by name: those names must be unambiguous."""
+        d = self.doc
+        bound = {j for s in d.array("skins") for j in s["joints"]}
+        for a_i in range(len(d.array("animations"))):
+            bound |= {c.node for c in d.channels(a_i)}
+        first: dict[str, int] = {}
+        for n_i in range(len(d.array("nodes"))):
+            first.setdefault(d.assimp_node_name(n_i), n_i)
+        for n_i in range(len(d.array("nodes"))):
+            name = d.assimp_node_name(n_i)
+            other = first[name]
+            if other != n_i and (n_i in bound or other in bound):
+                raise self.err(f"nodes[{n_i}].name", f"{name!r} is also the name of nodes[{other}]; joints and "
+                                                     "animation channels are bound by name, so this is ambiguous")
+
     # ------------------------------------------------------------------ materials, textures, images
     def materials(self) -> None:
         d = self.doc
+        # Texture, image and sampler references that point nowhere are bad material data, not bad geometry: the
+        # model still renders, and asset/materials.py reports each as a one-line warning naming the material.
         for m_i, m in enumerate(d.array("materials")):
             for where, ref in _texture_refs(m, f"materials[{m_i}]"):
                 if not isinstance(ref, dict):
                     raise self.err(where, "must be an object")
-                self.index(ref.get("index"), "textures", f"{where}.index")
         for t_i in range(len(d.array("textures"))):
-            tex = d.item("textures", t_i)
-            if "source" in tex:
-                self.index(tex["source"], "images", f"textures[{t_i}].source")
-            if "sampler" in tex:
-                self.index(tex["sampler"], "samplers", f"textures[{t_i}].sampler")
+            d.item("textures", t_i)
         for i_i in range(len(d.array("images"))):
             img = d.item("images", i_i)
             if "bufferView" in img:

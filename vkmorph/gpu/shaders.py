@@ -1,4 +1,4 @@
-"""Cached SPIR-V loading. SPIR-V is compiled offline by tools/compile_shaders.py and committed under spirv/."""
+"""Cached SPIR-V loading. SPIR-V is compiled offline by tools/compile_shaders.py and committed under vkmorph/spirv/."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from pathlib import Path
 
 from ..errors import GpuError
 
-_ROOT = Path(__file__).resolve().parents[2]
-SPIRV_DIRS = (_ROOT / "spirv", Path(__file__).resolve().parents[1] / "spirv")
+SPIRV_DIRS = (Path(__file__).resolve().parents[1] / "spirv",)  # vkmorph/spirv: shipped inside the package
 
 
 @cache

@@ -1,0 +1,197 @@
+"""Outputs all or nothing: paths checked before work, one atomic writer, permissions, special files, signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.app.test_cli import assert_one_line_error, vkmorph
+from tests.helpers import ROOT, asset, vulkan_unavailable_reason
+from vkmorph.errors import UsageError
+from vkmorph.outputs import atomic_write, check_output, check_output_dir, printable
+
+CUBE = ("AnimatedMorphCube", "AnimatedMorphCube.gltf")
+
+
+def _write(data: bytes):
+    return lambda f: f.write(data)
+
+
+def test_atomic_write_respects_umask_and_existing_mode(tmp_path):
+    old = os.umask(0o022)
+    try:
+        p = atomic_write(tmp_path / "a.bin", _write(b"x"))
+        assert stat.S_IMODE(os.stat(p).st_mode) == 0o644
+        os.chmod(p, 0o640)
+        atomic_write(p, _write(b"yy"))
+        assert stat.S_IMODE(os.stat(p).st_mode) == 0o640 and p.read_bytes() == b"yy"
+    finally:
+        os.umask(old)
+    assert sorted(os.listdir(tmp_path)) == ["a.bin"]  # no temporaries left
+
+
+def test_atomic_write_leaves_nothing_on_error_and_keeps_the_old_file(tmp_path):
+    p = tmp_path / "keep.bin"
+    p.write_bytes(b"old")
+
+    def boom(f):
+        f.write(b"partial")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(p, boom)
+    assert p.read_bytes() == b"old" and os.listdir(tmp_path) == ["keep.bin"]
+
+
+def test_fifo_written_in_place_and_symlink_followed(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    atomic_write(fifo, _write(b"through the pipe"))
+    assert reader.communicate(timeout=10)[0] == b"through the pipe"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)                   # still a FIFO
+    target = tmp_path / "real.bin"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.bin"
+    link.symlink_to(target)
+    atomic_write(link, _write(b"new"))
+    assert link.is_symlink() and target.read_bytes() == b"new"    # followed: the link stays a link
+
+
+@pytest.mark.parametrize("path,needle", [("", "is empty"), ("{d}", "is a folder"),
+                                         ("{d}/missing/o.npz", "does not exist"), ("{d}/o.png", "must end with")])
+def test_check_output_refuses(tmp_path, path, needle):
+    with pytest.raises(UsageError, match=needle):
+        check_output(path.format(d=tmp_path), suffixes=(".npz",))
+
+
+def test_check_output_refuses_read_only_folder_and_file_as_out_dir(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as root: permission bits do not stop writes")
+        with pytest.raises(UsageError, match="not writable"):
+            check_output(ro / "o.npz")
+    finally:
+        ro.chmod(0o755)
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(UsageError, match="not a folder"):
+        check_output_dir(f)
+
+
+def test_non_utf8_path_and_control_characters_are_escaped(tmp_path):
+    bad = os.fsdecode(bytes(tmp_path) + b"/\xff.npz")
+    with pytest.raises(UsageError, match="not valid UTF-8") as e:
+        check_output(bad)
+    e.value.args[0].encode("utf-8")  # printable on any terminal
+    assert printable("a\x1b[31mb\n") == "a\\x1b[31mb\\x0a"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--out", ""], "is empty"),
+    (["--out", "{d}"], "is a folder"),
+    (["--out", "{d}/e.png"], "must end with .npz"),
+    (["--out", "{d}/no/o.npz"], "does not exist"),
+    (["--time", "1", "--out", "{d}/o.npz"], "--time needs --clip"),
+    (["--weight", "Nope=1", "--out", "{d}/o.npz"], "unknown morph target"),
+    (["--weight", "target_0", "--out", "{d}/o.npz"], "NAME=W"),
+])
+def test_morph_cli_refuses_before_work(tmp_path, args, needle):
+    r = vkmorph("morph", asset(*CUBE), *[a.format(d=tmp_path) for a in args])
+    assert_one_line_error(r, needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_demo_refuses_outputs_before_rendering(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    f = tmp_path / "file"
+    f.write_text("x")
+    for args, needle in ((["--out-dir", f], "not a folder"),
+                         (["--out-dir", tmp_path / "frames", "--screenshot", tmp_path / "no" / "s.png"],
+                          "does not exist")):
+        r = subprocess.run([sys.executable, "-m", "vkmorph", "demo", "--frames", "1", *map(str, args)],
+                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+        assert_one_line_error(r, needle)
+    assert not (tmp_path / "frames").exists()
+
+
+def test_bench_refuses_json_into_missing_folder(tmp_path):
+    r = vkmorph("bench", "--quick", "--json", tmp_path / "no" / "b.json")
+    assert_one_line_error(r, "does not exist")
+
+
+@pytest.mark.gpu
+def test_morph_cli_named_weights_world_and_indices(tmp_path):
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    import vkmorph as vm
+    from vkmorph.morph.reference import morph_reference
+
+    out = tmp_path / "o.npz"
+    r = vkmorph("morph", asset(*CUBE), "--weight", "target_1=0.5", "--world", "--names", "--out", out)
+    assert r.returncode == 0, r.stderr
+    scene = vm.load_scene(asset(*CUBE))
+    (prim,) = scene.primitives
+    node = next(i for i, n in enumerate(scene.nodes) if n.mesh == 0)
+    w = np.zeros(2)
+    w[1] = 0.5
+    p, _, _ = morph_reference(prim, w)
+    from vkmorph.anim.skeleton import Skeleton
+
+    world = Skeleton(scene).world_matrices()[node]
+    with np.load(out) as z:
+        key = f"{scene.nodes[node].name}/0"
+        np.testing.assert_allclose(z[f"{key}/position"], p @ world[:3, :3].T + world[:3, 3], atol=1e-5)
+        np.testing.assert_array_equal(z[f"{key}/indices"], prim.indices)
+
+
+@pytest.mark.gpu
+def test_sigterm_during_render_leaves_no_temporary(tmp_path):
+    """SIGTERM is handled like Ctrl-C: exit 143, one line, no tmp file, no partial output."""
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    out = tmp_path / "big.png"
+    proc = subprocess.Popen([sys.executable, "-m", "vkmorph", "render", str(asset(*CUBE)), "--size", "4096x4096",
+                             "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "VKMORPH_VALIDATION": "0"})
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("render finished before the signal")
+    assert proc.returncode == 143 and err.strip().splitlines() == ["vkmorph render: terminated"], err
+    assert os.listdir(tmp_path) == []
+
+
+def test_warnings_are_one_line_and_held_back_on_error(capsys, monkeypatch):
+    """A RuntimeWarning before an error does not make stderr two lines; on success it is one line."""
+    import warnings
+
+    from vkmorph.app import cli
+
+    def fails(args):
+        warnings.warn("overflow encountered in cast", RuntimeWarning, stacklevel=1)
+        raise UsageError("bad input")
+
+    def works(args):
+        warnings.warn("overflow encountered in cast", RuntimeWarning, stacklevel=1)
+        warnings.warn("overflow encountered in cast", RuntimeWarning, stacklevel=1)
+        return 0
+
+    for fn, status, lines in ((fails, 2, ["vkmorph info: bad input"]),
+                              (works, 0, ["vkmorph: warning: overflow encountered in cast"])):
+        monkeypatch.setattr(cli, "cmd_info", fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            assert cli.main(["info", "x.glb"]) == status
+        assert capsys.readouterr().err.strip().splitlines() == lines

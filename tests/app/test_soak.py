@@ -1,0 +1,24 @@
+"""Bounded memory: a short soak of headless frames and runtime create/destroy cycles (validation off: the layer's
+own per-object records are not ours). ``make soak`` runs the long version."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT, vulkan_unavailable_reason
+
+pytestmark = pytest.mark.gpu
+
+
+def test_short_soak_stays_within_bounds():
+    if vulkan_unavailable_reason():
+        pytest.skip(vulkan_unavailable_reason())
+    r = subprocess.run([sys.executable, "-m", "vkmorph.app.soak", "--frames", "150", "--cycles", "40",
+                        "--max-kib-per-1000-frames", "4096", "--max-kib-per-cycle", "64"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300, env={"VKMORPH_VALIDATION": "0",
+                                                                                  "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "live objects after: none" in r.stdout

@@ -1,0 +1,677 @@
+"""The Python API for baking poses: open a model, pose it, bake a clip on the GPU, export the result.
+
+>>> import numpy as np, vkmorph
+>>> with vkmorph.open("RobotExpressive.glb") as m:
+...     pose = m.pose(weights={"Surprised": 1.0}, clip="Dance", time=1.2, space="world")
+...     head = pose["Head_4/0"]                       # positions, normals (V, 3), indices (I,)
+...     bake = m.bake(clip="Dance", times=np.linspace(0, 1, 30))   # bake.positions: (30, V, 3)
+...     bake.export("dance.glb")                      # glTF: morph targets + a weights animation
+
+Every number comes from the same GPU work the renderer does: the morph compute pass of
+`vkmorph.render.morph_pass.MorphRuntime`, then, for skinned primitives, the skinning kernel of
+`vkmorph.render.skin_capture.SkinCapture` (the code of ``skin.vert``). Frames are recorded in batches, many per
+command buffer. ``bake_numpy`` computes the same result with numpy (the reference the tests and the throughput
+measurement compare against).
+
+Spaces (``space=``):
+
+- ``"mesh"``: the primitive's own space. Skinned primitives: after skinning, expressed in the space of the node
+  that instances the mesh (``inverse(mesh node world) x joint world x inverse bind``), as ``vkmorph morph
+  --skinned`` writes. Unskinned primitives: the morphed vertices as stored in the file.
+- ``"world"``: scene world space (skinned: ``joint world x inverse bind``; unskinned: the node's world matrix;
+  normals by the cofactor matrix, so a node scaled to zero gives zero normals instead of an error).
+
+Each drawn instance (a node and one primitive of its mesh) is one `Primitive`, named ``"<node>/<k>"``.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import UsageError
+
+__all__ = ["Bake", "Model", "Pose", "Primitive", "bake_numpy", "measure_bake_throughput", "open"]
+
+SPACES = ("mesh", "world")
+EXPORT_SUFFIXES = (".glb", ".gltf", ".obj", ".ply")
+_ALIGN = 256                      # >= minStorageBufferOffsetAlignment on every device
+_BATCH_BYTES = 64 << 20           # host-visible output per command buffer
+
+
+@dataclass
+class Primitive:
+    """One posed primitive instance: arrays in ``space``; ``indices`` is a uint32 triangle list."""
+
+    name: str                    # "<node name>/<primitive index in the mesh>"
+    node: int
+    primitive: int
+    mesh: str
+    skinned: bool
+    positions: np.ndarray        # (V, 3) float32
+    normals: np.ndarray          # (V, 3) float32
+    indices: np.ndarray          # (I,) uint32
+    space: str = "mesh"
+    tangents: np.ndarray | None = None  # (V, 3) float32 (tangent.xyz; w stays the file's handedness)
+
+
+@dataclass
+class Pose:
+    """The primitives of one pose, in scene order. Index by position or by name (``pose["Head/0"]``)."""
+
+    primitives: list[Primitive]
+    space: str
+
+    def __getitem__(self, key: int | str) -> Primitive:
+        if isinstance(key, int):
+            return self.primitives[key]
+        for p in self.primitives:
+            if p.name == key:
+                return p
+        raise UsageError(f"no primitive named {key!r}; the pose has {[p.name for p in self.primitives]}")
+
+    def __len__(self) -> int:
+        return len(self.primitives)
+
+    def __iter__(self):
+        return iter(self.primitives)
+
+    def export(self, path) -> Path:
+        """Write the pose as .glb/.gltf (pygltflib), .obj or .ply (trimesh; one merged mesh); atomic."""
+        return export(path, [(p.name, p.positions[None], p.normals[None], p.indices) for p in self.primitives],
+                      np.zeros(1))
+
+
+@dataclass
+class Bake:
+    """A baked clip: ``positions``/``normals`` are (frames, vertices, 3) float32 over every primitive instance
+    concatenated in scene order; ``slices[name]`` is each primitive's vertex range, ``indices[name]`` its
+    triangles (vertex numbers local to the primitive)."""
+
+    times: np.ndarray
+    positions: np.ndarray
+    normals: np.ndarray
+    space: str
+    slices: dict[str, slice] = field(default_factory=dict)
+    indices: dict[str, np.ndarray] = field(default_factory=dict)
+    tangents: np.ndarray | None = None
+
+    def primitive(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(frames, V, 3) positions and normals of one primitive."""
+        if name not in self.slices:
+            raise UsageError(f"no primitive named {name!r}; the bake has {list(self.slices)}")
+        s = self.slices[name]
+        return self.positions[:, s], self.normals[:, s]
+
+    def export(self, path) -> Path:
+        """.glb/.gltf: frame 0 as the mesh, every later frame as a morph target, and an animation that steps
+        through them at ``times`` (any glTF viewer plays it). .obj/.ply: frame 0 only."""
+        return export(path, [(n, self.positions[:, s], self.normals[:, s], self.indices[n])
+                             for n, s in self.slices.items()], self.times)
+
+
+def open(path=None, **kw) -> Model:  # noqa: A001 - the API's entry point is vkmorph.open
+    """Open a model file (glTF/GLB/FBX/... through the validated importer); ``None`` opens the default scene.
+    Keyword arguments go to `Model`."""
+    return Model(path, **kw)
+
+
+class Model:
+    """A scene on the GPU, ready to be posed and baked. Close it (or use ``with``) to free the GPU objects.
+
+    ``validation``: run under the Khronos validation layer (default: ``VKMORPH_VALIDATION``);
+    ``device``: a substring of the Vulkan device name (default: ``VKMORPH_DEVICE``, else the first GPU);
+    ``delta_format``: ``"full"`` or ``"compact"`` (see `vkmorph.render.morph_pass.MorphRuntime`);
+    ``weight_range``: the allowed weights (default: the file's, at least [0, 1]); ``extra_weights``: values the
+    file's range is widened to include (the CLI passes the weights it was given, so any finite weight works)."""
+
+    def __init__(self, path=None, *, validation: bool | None = None, device: str | None = None,
+                 delta_format: str = "full", progress: bool | None = None, echo_messages: bool = False,
+                 weight_range: tuple[float, float] | None = None, extra_weights=()):
+        from .app.progress import stages
+        from .asset.importer import load_scene
+        from .gpu.context import Context, validation_requested
+
+        self.progress = progress
+        self.messages: list = []  # validation messages seen (kept after close())
+        self.ctx = self.runtime = self._capture = self._bake_cache = None
+        with stages(["importing", "Vulkan device", "GPU morph data"], progress, "vkmorph.open") as step:
+            self.scene = load_scene(path)
+            step()
+            self.ctx = Context.create(validation=validation_requested(False) if validation is None else validation,
+                                      device_name=device, echo_messages=echo_messages)
+            step()
+            try:
+                from .render.morph_pass import MorphRuntime
+
+                if weight_range is None and len(extra_weights):
+                    from .morph.state import file_weight_range
+
+                    weight_range = file_weight_range(self.scene, extra_weights)
+                self.runtime = MorphRuntime(self.ctx, self.scene, weight_range=weight_range,
+                                            delta_format=delta_format)
+            except BaseException:
+                self.close()
+                raise
+        self.instances = list(self.runtime.instances)
+        self.names = [self._name(i) for i in self.instances]
+        self.skeleton = None
+        self._bake_cache = None
+
+    # ------------------------------------------------------------------ what is in the file
+    def _name(self, inst) -> str:
+        return f"{self.scene.nodes[inst.node].name}/{inst.prim_index}"
+
+    @property
+    def clips(self) -> list[str]:
+        """Animation clip names, in file order."""
+        return [a.name for a in self.scene.animations]
+
+    @property
+    def target_names(self) -> list[str]:
+        """Morph target names (each may drive several nodes, e.g. every part of a head)."""
+        out: list[str] = []
+        for node in self.runtime.pose.morph_nodes:
+            for n in self._node_targets(node):
+                if n not in out:
+                    out.append(n)
+        return out
+
+    @property
+    def primitive_names(self) -> list[str]:
+        return list(self.names)
+
+    def _node_targets(self, node: int) -> list[str]:
+        mesh = self.scene.meshes[self.scene.nodes[node].mesh]
+        return next((p.target_names for p in mesh.primitives if p.morph_targets), [])
+
+    # ------------------------------------------------------------------ posing (CPU side)
+    def _check(self, clip, time, space):
+        if space not in SPACES:
+            raise UsageError(f"space must be one of {SPACES}, got {space!r}")
+        if time is not None and clip is None:
+            raise UsageError("a time needs a clip (clip=NAME|INDEX)")
+        return self.scene.clip(clip) if clip is not None else None
+
+    def _check_weights(self, weights):
+        if weights is None:
+            return None
+        pose = self.runtime.pose
+        if isinstance(weights, Mapping):
+            known = self.target_names
+            for name, w in weights.items():
+                if name not in known:
+                    raise UsageError(f"unknown morph target {name!r}; the file has {known or 'none'}")
+                if not isinstance(w, (int, float, np.floating, np.integer)) or not math.isfinite(w):
+                    raise UsageError(f"weight of {name!r} must be a finite number, got {w!r}")
+            return dict(weights)
+        try:
+            arr = np.asarray(weights, np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise UsageError("weights must be a {target name: weight} mapping or a list of numbers") from None
+        if not np.isfinite(arr).all():
+            raise UsageError(f"weights has a non-finite value: {arr.tolist()}")
+        for node in pose.morph_nodes:
+            if len(pose.weights(node)) != len(arr):
+                raise UsageError(f"{len(arr)} weights given but node {self.scene.nodes[node].name!r} has "
+                                 f"{len(pose.weights(node))} targets")
+        return arr
+
+    def _reset(self) -> None:
+        """The file's default weights and the rest pose (so every frame depends only on its own arguments)."""
+        from .anim.skeleton import Skeleton
+
+        pose = self.runtime.pose
+        for node in pose.morph_nodes:
+            dw = self.scene.nodes[node].default_weights
+            cur = pose.weights(node)
+            pose.set_weights(node, dw if dw is not None and len(dw) == len(cur) else np.zeros(len(cur)))
+        if getattr(self, "skeleton", None) is None:
+            self.skeleton = Skeleton(self.scene)
+            self._rest = (self.skeleton.translation.copy(), self.skeleton.rotation.copy(),
+                          self.skeleton.scale.copy())
+        sk = self.skeleton
+        if not (np.array_equal(sk.translation, self._rest[0]) and np.array_equal(sk.rotation, self._rest[1])
+                and np.array_equal(sk.scale, self._rest[2])):
+            sk.translation[:], sk.rotation[:], sk.scale[:] = self._rest
+            sk.version += 1
+
+    def _apply(self, clip, t, weights) -> None:
+        """Rest pose + default weights, then the clip at ``t`` (clamped), then the weight overrides."""
+        from .anim.player import AnimationPlayer
+
+        pose = self.runtime.pose
+        if clip is not None:
+            player = AnimationPlayer(self.scene, pose, self.skeleton)
+            player.clip = clip
+            player.apply(min(max(float(t or 0.0), 0.0), clip.duration))
+        if isinstance(weights, dict):
+            for node in pose.morph_nodes:
+                names = self._node_targets(node)
+                if any(n in weights for n in names):
+                    w = np.array(pose.weights(node), np.float64)
+                    for k, n in enumerate(names):
+                        if n in weights:
+                            w[k] = weights[n]
+                    pose.set_weights(node, w)
+        elif weights is not None:
+            for node in pose.morph_nodes:
+                pose.set_weights(node, weights)
+
+    def _matrices(self, inst, space: str) -> np.ndarray:
+        """The skinning palette (J, 4, 4) for a skinned instance in ``space``."""
+        if space == "mesh":
+            try:
+                return self.skeleton.skin_matrices(inst.prim.skin, inst.node)
+            except np.linalg.LinAlgError:
+                raise UsageError(f"node {self.scene.nodes[inst.node].name!r} has a singular world matrix at this "
+                                 "pose, so mesh space is undefined; use space='world'") from None
+        s = self.scene.skins[inst.prim.skin]
+        world = self.skeleton.world_matrices()
+        return (world[s.joints] @ s.inverse_bind_matrices).astype(np.float32)
+
+    # ------------------------------------------------------------------ public calls
+    def pose(self, weights=None, clip=None, time: float | None = None, space: str = "mesh",
+             skinning: bool = True) -> Pose:
+        """Positions, normals and indices of every primitive instance for one pose: the file's default weights,
+        then ``clip`` sampled at ``time`` seconds (clamped, not looped), then ``weights`` ({target name: w} for
+        every node with that target, or one list for every morph node) on top. ``skinning=False``: skinned
+        primitives as the morph pass leaves them, before skinning."""
+        b = self.bake(clip=clip, times=None if time is None else [time], weights=weights, space=space,
+                      progress=False, skinning=skinning)
+        return Pose([Primitive(n, i.node, i.prim_index, self.scene.meshes[self.scene.nodes[i.node].mesh].name,
+                               i.prim.is_skinned, b.positions[0, b.slices[n]], b.normals[0, b.slices[n]],
+                               b.indices[n], space, b.tangents[0, b.slices[n]])
+                     for n, i in zip(self.names, self.instances)], space)
+
+    def bake(self, clip=None, times=None, weights=None, space: str = "mesh", batch_frames: int | None = None,
+             progress: bool | None = None, skinning: bool = True) -> Bake:
+        """Sample ``clip`` at each of ``times`` (seconds) and return every frame's vertices, computed on the GPU
+        in batches of ``batch_frames`` frames per command buffer (default: as many as fit in 64 MiB)."""
+        c = self._check(clip, 0.0 if times is not None else None, space)
+        w = self._check_weights(weights)
+        times = np.zeros(1) if times is None else np.asarray(times, np.float64).reshape(-1)
+        if times.size == 0 or not np.isfinite(times).all():
+            raise UsageError("times must be a non-empty list of finite seconds")
+        return _GpuBaker(self, space, skinning).run(c, times, w, batch_frames,
+                                          self.progress if progress is None else progress)
+
+    def _bake_resources(self, B, frame_out, frame_pal, out_offs, pal_offs, skin):
+        """Host-visible output/palette buffers for B frames and the skinning descriptor sets that point into
+        them; kept between bakes of the same batch size (pose() calls reuse them)."""
+        from .gpu import memory as M
+        from .render.skin_capture import SkinCapture
+
+        key = (B, frame_out, frame_pal, tuple(skin))
+        if self._bake_cache is not None and self._bake_cache[0] == key:
+            return self._bake_cache[1:]
+        self._free_bake_cache()
+        skinned = [k for k in range(len(self.instances)) if skin[k]]
+        out = M.host_buffer(self.ctx, B * frame_out, M.STORAGE | M.TRANSFER_DST, name="bake output")
+        pal = capture = None
+        sets = {}
+        try:
+            if skinned:
+                pal = M.host_buffer(self.ctx, B * frame_pal, M.STORAGE, name="bake palettes")
+                capture = SkinCapture(self.ctx, max_runs=B * len(skinned))
+                for f in range(B):
+                    for k in skinned:
+                        inst = self.instances[k]
+                        J = len(self.scene.skins[inst.prim.skin].joints)
+                        sets[(f, k)] = capture.pipeline.make_set({
+                            "vertices": (inst.vertex_buffer, inst.vertex_offset, inst.vertex_bytes),
+                            "palette": (pal, f * frame_pal + pal_offs[k], 64 * J),
+                            "output": (out, f * frame_out + out_offs[k], 48 * inst.prim.vertex_count)})
+        except BaseException:
+            for obj in (capture, pal, out):
+                if obj is not None:
+                    obj.destroy()
+            raise
+        self._capture = capture
+        self._bake_cache = (key, out, pal, sets)
+        return out, pal, sets
+
+    def _free_bake_cache(self) -> None:
+        if getattr(self, "_capture", None) is not None:
+            self._capture.destroy()
+            self._capture = None
+        if getattr(self, "_bake_cache", None) is not None:
+            _, out, pal, _ = self._bake_cache
+            out.destroy()
+            if pal is not None:
+                pal.destroy()
+            self._bake_cache = None
+
+    def close(self) -> None:
+        """Free every GPU object (idempotent)."""
+        self._free_bake_cache()
+        if getattr(self, "runtime", None) is not None:
+            self.runtime.destroy()
+            self.runtime = None
+        if getattr(self, "ctx", None) is not None:
+            self.ctx.destroy()
+            self.messages = list(self.ctx.errors_and_warnings())
+            self.ctx = None
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _align(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _cofactor(m3: np.ndarray) -> np.ndarray:
+    """Cofactor matrices of (..., 3, 3) (= det * inverse-transpose), defined for singular matrices too."""
+    c0, c1, c2 = m3[..., :, 0], m3[..., :, 1], m3[..., :, 2]
+    return np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=-1)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    length = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.where(length > 1e-20, v / np.where(length > 1e-20, length, 1.0), 0.0).astype(np.float32)
+
+
+def _to_world(world: np.ndarray, p: np.ndarray, n: np.ndarray, t: np.ndarray):
+    """Positions by the node's world matrix, normals by its cofactor, tangents by its 3x3 (both renormalized).
+    ``world`` is (4, 4) or (F, 4, 4) with (F, V, 3) arrays."""
+    m3 = world[..., :3, :3]
+    tr = world[..., None, :3, 3]
+    return ((p @ np.swapaxes(m3, -1, -2) + tr).astype(np.float32), _unit(n @ np.swapaxes(_cofactor(m3), -1, -2)),
+            _unit(np.asarray(t, np.float64) @ np.swapaxes(m3, -1, -2)))
+
+
+class _GpuBaker:
+    """Records many frames per command buffer: per frame the runtime's version-gated morph pass, then the
+    skinning kernel per skinned instance (into its own output range) or a copy of the morphed vertices."""
+
+    def __init__(self, model: Model, space: str, skinning: bool = True):
+        self.m, self.space = model, space
+        self.skin = [i.prim.is_skinned and skinning for i in model.instances]
+        self.insts = model.instances
+        self.slices, start = {}, 0
+        for name, inst in zip(model.names, self.insts):
+            self.slices[name] = slice(start, start + inst.prim.vertex_count)
+            start += inst.prim.vertex_count
+        self.total = start
+
+    def _layout(self):
+        """Byte offsets of each instance's output (and palette) inside one frame's region."""
+        out, pal, o, q = [], [], 0, 0
+        for inst in self.insts:
+            out.append(o)
+            pal.append(q)
+            if self.skin[len(out) - 1]:
+                o += _align(48 * inst.prim.vertex_count)
+                q += _align(64 * len(self.m.scene.skins[inst.prim.skin].joints))
+            else:
+                o += _align(inst.vertex_bytes)
+        return out, pal, max(o, _ALIGN), max(q, _ALIGN)
+
+    def run(self, clip, times, weights, batch_frames, progress) -> Bake:
+        m, F = self.m, len(times)
+        out_offs, pal_offs, frame_out, frame_pal = self._layout()
+        B = batch_frames or max(1, min(F, 1024, _BATCH_BYTES // frame_out))
+        B = max(1, min(int(B), F))
+        out, pal, sets = m._bake_resources(B, frame_out, frame_pal, out_offs, pal_offs, self.skin)
+        positions = np.empty((F, self.total, 3), np.float32)
+        normals = np.empty((F, self.total, 3), np.float32)
+        tangents = np.empty((F, self.total, 3), np.float32)
+        bar = _progress(F, progress)
+        worlds: list[np.ndarray] = []
+        try:
+            for first in range(0, F, B):
+                n = min(B, F - first)
+                worlds.clear()
+
+                def record(cb, first=first, n=n):
+                    for f in range(n):
+                        m._reset()
+                        m._apply(clip, times[first + f] if clip is not None else None, weights)
+                        worlds.append(m.skeleton.world_matrices().copy())
+                        self._record_frame(cb, f, out, pal, sets, out_offs, pal_offs, frame_out, frame_pal)
+                    _outputs_to_host(cb)
+
+                m.ctx.submit_and_wait(record)
+                self._collect(out, n, first, out_offs, frame_out, worlds, positions, normals, tangents)
+                if bar is not None:
+                    bar.update(n)
+        finally:
+            if bar is not None:
+                bar.close()
+        indices = {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(m.names, self.insts)}
+        return Bake(times, positions, normals, self.space, dict(self.slices), indices, tangents)
+
+    def _record_frame(self, cb, f, out, pal, sets, out_offs, pal_offs, frame_out, frame_pal) -> None:
+        from .asset.model import attribute_offsets_words
+        from .gpu import barriers
+        from .gpu.memory import cffi_pointer
+        from .gpu.vk import vk
+        from .render.skin_capture import palette_bytes
+
+        m = self.m
+        m.runtime.record(cb)
+        barriers.compute_write_to_compute_read(cb)
+        barriers.compute_write_to_transfer_read(cb)
+        for k, inst in enumerate(self.insts):
+            V = inst.prim.vertex_count
+            if self.skin[k]:
+                mats = palette_bytes(m._matrices(inst, self.space)).reshape(-1).view(np.uint8)
+                o = f * frame_pal + pal_offs[k]
+                pal.mapped[o:o + mats.nbytes] = mats
+                dtype = inst.prim.vertices.dtype
+                w = attribute_offsets_words(dtype)
+                push = np.array([V, dtype.itemsize // 4, w["position"], w["normal"], w["tangent"], w["joints"],
+                                 w["weights"]], np.uint32)
+                m._capture.pipeline.bind(cb, sets[(f, k)])
+                m._capture.pipeline.push(cb, cffi_pointer(push), push.nbytes)
+                vk.vkCmdDispatch(cb, (V + 63) // 64, 1, 1)
+            else:
+                vk.vkCmdCopyBuffer(cb, inst.vertex_buffer.handle, out.handle, 1, [vk.VkBufferCopy(
+                    srcOffset=inst.vertex_offset, dstOffset=f * frame_out + out_offs[k], size=inst.vertex_bytes)])
+
+    def _collect(self, out, n, first, out_offs, frame_out, worlds, positions, normals, tangents) -> None:
+        """Per instance, all n frames of the batch at once (strided views into the host-visible output)."""
+        frames = out.mapped[:n * frame_out].reshape(n, frame_out)
+        w = np.stack(worlds) if self.space == "world" else None
+        for k, (name, inst) in enumerate(zip(self.m.names, self.insts)):
+            V, s, o = inst.prim.vertex_count, self.slices[name], out_offs[k]
+            if self.skin[k]:
+                vals = np.ascontiguousarray(frames[:, o:o + 48 * V]).view(np.float32).reshape(n, V, 3, 4)
+                p, nrm, tan = vals[..., 0, :3], vals[..., 1, :3], vals[..., 2, :3]
+            else:
+                v = np.ascontiguousarray(frames[:, o:o + inst.vertex_bytes]).view(inst.prim.vertices.dtype)
+                p, nrm, tan = v["position"], v["normal"], v["tangent"][..., :3]
+                if w is not None:
+                    p, nrm, tan = _to_world(w[:, inst.node], p, nrm, tan)
+            positions[first:first + n, s] = p
+            normals[first:first + n, s] = nrm
+            tangents[first:first + n, s] = tan
+
+
+def _outputs_to_host(cb) -> None:
+    """Skinning dispatches and copies of the whole batch are complete and visible to the CPU at the fence."""
+    from .gpu.vk import vk
+
+    mb = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                            dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
+    vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [mb], 0, None, 0, None)
+
+
+def _progress(total: int, enabled: bool | None):
+    """A tqdm bar on a terminal (``enabled=None``: only when stderr is a TTY and the job is long)."""
+    if enabled is False or (enabled is None and total < 64):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="frame", desc="bake", disable=None if enabled is None else not enabled,
+                leave=False)
+
+
+# ---------------------------------------------------------------------- numpy reference and throughput
+def bake_numpy(model: Model, clip=None, times=None, weights=None, space: str = "mesh",
+               skinning: bool = True) -> Bake:
+    """The same bake computed on the CPU with `vkmorph.morph.reference` (morph, then four-bone skinning)."""
+    from .morph.reference import morph_reference, skin_reference
+
+    c = model._check(clip, 0.0 if times is not None else None, space)
+    w = model._check_weights(weights)
+    times = np.zeros(1) if times is None else np.asarray(times, np.float64).reshape(-1)
+    baker = _GpuBaker(model, space, skinning)
+    positions = np.empty((len(times), baker.total, 3), np.float32)
+    normals, tangents = np.empty_like(positions), np.empty_like(positions)
+    pose = model.runtime.pose
+    for f, t in enumerate(times):
+        model._reset()
+        model._apply(c, t if c is not None else None, w)
+        world = model.skeleton.world_matrices()
+        for k, (name, inst) in enumerate(zip(model.names, model.instances)):
+            prim, s, v = inst.prim, baker.slices[name], inst.prim.vertices
+            if prim.morph_targets:
+                p, n, tan = morph_reference(prim, pose.weights(inst.node))
+            else:
+                p, n, tan = v["position"], v["normal"], v["tangent"]
+            if baker.skin[k]:
+                p, n, tan = skin_reference(p, n, tan, v["joints"], v["weights"], model._matrices(inst, space))
+            elif space == "world":
+                p, n, tan = _to_world(world[inst.node], p, n, tan[:, :3])
+            positions[f, s], normals[f, s], tangents[f, s] = p, n, tan[:, :3]
+    indices = {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(model.names, model.instances)}
+    return Bake(times, positions, normals, space, dict(baker.slices), indices, tangents)
+
+
+def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str = "world",
+                            model: Model | None = None) -> dict:
+    """Baking throughput, GPU vs numpy: frames x vertices per second for ``frames`` evenly spaced times of
+    ``clip`` (default: the first clip). Returns a dict (``gpu_vps``, ``numpy_vps``, ``speedup``, ...); used by
+    ``vkmorph bench --bake`` and the tests."""
+    own = model is None
+    m = open(path) if own else model
+    try:
+        c = m.scene.clip(clip) if clip is not None else (m.scene.animations[0] if m.scene.animations else None)
+        times = np.linspace(0.0, c.duration, frames) if c is not None else np.zeros(frames)
+        name = c.name if c is not None else None
+        m.bake(clip=name, times=times[:2], space=space, progress=False)  # warm-up: pipelines, sets
+        t0 = _time.perf_counter()
+        gpu = m.bake(clip=name, times=times, space=space, progress=False)
+        t_gpu = _time.perf_counter() - t0
+        n_np = max(2, min(frames, 16))
+        t0 = _time.perf_counter()
+        ref = bake_numpy(m, clip=name, times=times[:n_np], space=space)
+        t_np = _time.perf_counter() - t0
+        err = float(np.abs(gpu.positions[:n_np] - ref.positions).max()) if gpu.positions.size else 0.0
+        V = gpu.positions.shape[1]
+        return {"file": m.scene.source, "clip": name, "space": space, "frames": frames, "vertices": V,
+                "device": m.ctx.info.name, "gpu_s": t_gpu, "numpy_s_per_frame": t_np / n_np,
+                "gpu_vps": frames * V / t_gpu, "numpy_vps": n_np * V / t_np,
+                "speedup": (frames * V / t_gpu) / (n_np * V / t_np), "max_error": err}
+    finally:
+        if own:
+            m.close()
+
+
+# ---------------------------------------------------------------------- export
+def export(path, prims: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]], times: np.ndarray) -> Path:
+    """Write ``(name, positions (F,V,3), normals (F,V,3), indices)`` primitives to ``path`` atomically."""
+    from .outputs import atomic_write, check_output
+
+    p = check_output(path, flag="export path", suffixes=EXPORT_SUFFIXES)
+    suffix = p.suffix.lower()
+    if suffix in (".glb", ".gltf"):
+        gltf = _gltf_document(prims, np.asarray(times, np.float64))
+        if suffix == ".glb":
+            data = b"".join(gltf.save_to_bytes())
+        else:
+            gltf.convert_buffers(_data_uri_format())
+            data = gltf.gltf_to_json().encode("utf-8")
+        return atomic_write(path, lambda f: f.write(data))
+    import trimesh
+
+    verts, faces, norms, base = [], [], [], 0
+    for _, pos, nrm, idx in prims:
+        verts.append(pos[0])
+        norms.append(nrm[0])
+        faces.append(idx.reshape(-1, 3).astype(np.int64) + base)
+        base += pos.shape[1]
+    mesh = trimesh.Trimesh(np.concatenate(verts), np.concatenate(faces), vertex_normals=np.concatenate(norms),
+                           process=False)
+    data = mesh.export(file_type=suffix[1:])
+    data = data.encode("utf-8") if isinstance(data, str) else data
+    return atomic_write(path, lambda f: f.write(data))
+
+
+def _data_uri_format():
+    from pygltflib import BufferFormat
+
+    return BufferFormat.DATAURI
+
+
+def _gltf_document(prims, times: np.ndarray):
+    """A glTF 2.0 document: one node + mesh per primitive; frames after the first become morph targets
+    (POSITION and NORMAL deltas) driven by one weights animation (LINEAR between consecutive frames)."""
+    import pygltflib as g
+
+    blob = bytearray()
+    views, accessors = [], []
+
+    def add(array: np.ndarray, target: int | None, kind: str, ctype: int, minmax: bool = False) -> int:
+        a = np.ascontiguousarray(array)
+        while len(blob) % 4:
+            blob.append(0)
+        views.append(g.BufferView(buffer=0, byteOffset=len(blob), byteLength=a.nbytes, target=target))
+        blob.extend(a.tobytes())
+        acc = g.Accessor(bufferView=len(views) - 1, componentType=ctype, count=int(a.shape[0]), type=kind)
+        if minmax:
+            flat = a.reshape(a.shape[0], -1)
+            acc.min = flat.min(axis=0).astype(float).tolist() if a.size else [0.0] * flat.shape[1]
+            acc.max = flat.max(axis=0).astype(float).tolist() if a.size else [0.0] * flat.shape[1]
+        accessors.append(acc)
+        return len(accessors) - 1
+
+    F32, U32 = g.FLOAT, g.UNSIGNED_INT
+    meshes, nodes, channels, samplers = [], [], [], []
+    F = len(times)
+    t_acc = None
+    for name, pos, nrm, idx in prims:
+        pos = np.asarray(pos, np.float32)
+        nrm = np.asarray(nrm, np.float32)
+        attrs = g.Attributes(POSITION=add(pos[0], g.ARRAY_BUFFER, g.VEC3, F32, True),
+                             NORMAL=add(nrm[0], g.ARRAY_BUFFER, g.VEC3, F32))
+        targets = [{"POSITION": add(pos[f] - pos[0], g.ARRAY_BUFFER, g.VEC3, F32, True),
+                    "NORMAL": add(nrm[f] - nrm[0], g.ARRAY_BUFFER, g.VEC3, F32)} for f in range(1, F)]
+        prim = g.Primitive(attributes=attrs, indices=add(np.asarray(idx, np.uint32), g.ELEMENT_ARRAY_BUFFER,
+                                                        g.SCALAR, U32), mode=g.TRIANGLES, targets=targets or None)
+        mesh = g.Mesh(name=name, primitives=[prim])
+        if targets:
+            mesh.weights = [0.0] * len(targets)
+            mesh.extras = {"targetNames": [f"frame{f}" for f in range(1, F)]}
+        meshes.append(mesh)
+        nodes.append(g.Node(name=name, mesh=len(meshes) - 1))
+        if targets:
+            if t_acc is None:
+                t = np.asarray(times, np.float32)
+                t = t - t[0]
+                t_acc = add(t, None, g.SCALAR, F32, True)
+            w = np.zeros((F, F - 1), np.float32)
+            w[np.arange(1, F), np.arange(F - 1)] = 1.0
+            samplers.append(g.AnimationSampler(input=t_acc, output=add(w.reshape(-1), None, g.SCALAR, F32),
+                                               interpolation="LINEAR"))
+            channels.append(g.AnimationChannel(sampler=len(samplers) - 1,
+                                               target=g.AnimationChannelTarget(node=len(nodes) - 1,
+                                                                               path="weights")))
+    doc = g.GLTF2(asset=g.Asset(generator="vkmorph", version="2.0"), scene=0,
+                  scenes=[g.Scene(nodes=list(range(len(nodes))))], nodes=nodes, meshes=meshes,
+                  accessors=accessors, bufferViews=views, buffers=[g.Buffer(byteLength=len(blob))])
+    if channels:
+        doc.animations = [g.Animation(name="baked", channels=channels, samplers=samplers)]
+    doc.set_binary_blob(bytes(blob))
+    return doc

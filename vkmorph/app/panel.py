@@ -1,0 +1,157 @@
+"""The demo's on-screen panel (Dear ImGui through imgui-bundle, drawn by `vkmorph.app.ui_renderer`).
+
+Weight sliders by target name (one slider drives every node that has that target, e.g. "Surprised" on each part
+of a head; targets whose deltas are all zero are not offered), clip selection with pause and a timeline
+scrubber, the heat-map joint by name with its colour legend, FPS and GPU times. Mouse input goes to the panel
+when it is over it (``wants_mouse``), else to the camera.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HEAT_LOW = (0.05, 0.1, 0.8)    # forward.frag's heat-map colours for weight 0 and 1
+HEAT_HIGH = (0.95, 0.15, 0.05)
+
+
+@dataclass
+class PanelTarget:
+    name: str
+    slots: list[tuple[int, int]] = field(default_factory=list)  # (node, target index)
+
+
+def panel_targets(scene, morph_nodes) -> list[PanelTarget]:
+    """Target names in first-seen order, each with every (node, index) it drives; all-zero targets left out."""
+    out: dict[str, PanelTarget] = {}
+    for node in morph_nodes:
+        mesh = scene.meshes[scene.nodes[node].mesh]
+        count = max(len(p.morph_targets) for p in mesh.primitives)
+        for k in range(count):
+            tgts = [p.morph_targets[k] for p in mesh.primitives if k < len(p.morph_targets)]
+            if not any(np.any(t.position_deltas) or (t.normal_deltas is not None and np.any(t.normal_deltas))
+                       for t in tgts):
+                continue
+            name = tgts[0].name or f"target {k}"
+            out.setdefault(name, PanelTarget(name)).slots.append((node, k))
+    return list(out.values())
+
+
+class DemoPanel:
+    def __init__(self, scene, driver, pose, ctx, color_format: int, frames_in_flight: int):
+        from imgui_bundle import imgui
+
+        from .ui_renderer import ImGuiRenderer
+
+        self.imgui, self.scene, self.driver, self.pose = imgui, scene, driver, pose
+        self.context = imgui.create_context()
+        imgui.get_io().set_ini_filename("")  # no imgui.ini next to the user's files
+        imgui.style_colors_dark()
+        self.renderer = ImGuiRenderer(ctx, color_format, frames_in_flight)
+        self.targets = panel_targets(scene, pose.morph_nodes)
+        self.joint_names = ([scene.nodes[j].name for j in scene.skins[0].joints] if scene.skins else [])
+        self.visible = True
+
+    # ------------------------------------------------------------------ input from GLFW
+    @property
+    def wants_mouse(self) -> bool:
+        return self.visible and self.imgui.get_io().want_capture_mouse
+
+    def mouse_pos(self, x: float, y: float) -> None:
+        self.imgui.get_io().add_mouse_pos_event(float(x), float(y))
+
+    def mouse_button(self, button: int, down: bool) -> None:
+        if button < 3:
+            self.imgui.get_io().add_mouse_button_event(button, down)
+
+    def scroll(self, dx: float, dy: float) -> None:
+        self.imgui.get_io().add_mouse_wheel_event(float(dx), float(dy))
+
+    # ------------------------------------------------------------------ per frame
+    def build(self, window_size, framebuffer_size, dt: float, stats: dict, heat: dict):
+        """Lay the panel out; returns the draw data. ``heat``: {"on": bool, "joint": int} (updated in place)."""
+        imgui = self.imgui
+        io = imgui.get_io()
+        io.display_size = imgui.ImVec2(float(max(window_size[0], 1)), float(max(window_size[1], 1)))
+        io.display_framebuffer_scale = imgui.ImVec2(framebuffer_size[0] / max(window_size[0], 1),
+                                                     framebuffer_size[1] / max(window_size[1], 1))
+        io.delta_time = max(dt, 1e-4)
+        imgui.new_frame()
+        if self.visible:
+            imgui.set_next_window_pos(imgui.ImVec2(8, 8), imgui.Cond_.first_use_ever.value)
+            imgui.set_next_window_size(imgui.ImVec2(300, 0), imgui.Cond_.first_use_ever.value)
+            expanded, _ = imgui.begin("vkmorph")
+            if expanded:
+                self._stats(stats)
+                self._clips()
+                self._weights()
+                self._heat(heat)
+            imgui.end()
+        imgui.render()
+        self.renderer.update_textures()  # before the frame's command buffer is begun (may wait for the GPU)
+        return imgui.get_draw_data()
+
+    def _stats(self, s: dict) -> None:
+        imgui = self.imgui
+        imgui.text(f"{s.get('fps', 0):.0f} FPS   GPU morph {s.get('morph_ms', 0):.3f} ms   frame "
+                   f"{s.get('frame_ms', 0):.2f} ms")
+        imgui.text(f"morph dispatched {s.get('dispatched', 0)}  skipped {s.get('skipped', 0)}")
+
+    def _clips(self) -> None:
+        imgui, d = self.imgui, self.driver
+        imgui.separator_text("animation")
+        if d.modes:
+            changed, mode = imgui.combo("clip", d.mode, d.modes)
+            if changed and mode != d.mode:
+                d.mode = mode
+                d.time = 0.0
+                d.apply()
+        _, d.paused = imgui.checkbox("pause", d.paused)
+        clip = None
+        if d.modes and d.mode_name != d.SINE:
+            clip = self.scene.clip(d.mode_name)
+        length = clip.duration if clip is not None and clip.duration > 0 else 10.0
+        t = float(d.time % length) if clip is not None else float(d.time)
+        changed, t = imgui.slider_float("time", t, 0.0, length, "%.2f s")
+        if changed:
+            d.time = t
+            d.apply()
+
+    def _weights(self) -> None:
+        imgui, d = self.imgui, self.driver
+        imgui.separator_text("morph targets")
+        if not self.targets:
+            imgui.text("(no morph targets with deltas)")
+        for i, tgt in enumerate(self.targets):
+            node, k = tgt.slots[0]
+            cur = float(self.pose.weights(node)[k])
+            changed, v = imgui.slider_float(f"{tgt.name}##w{i}", cur, 0.0, 1.0)
+            if changed:
+                for node, k in tgt.slots:
+                    d.set_override(node, k, v)
+        if d.overrides and imgui.button("release sliders (animation drives weights)"):
+            d.overrides.clear()
+            d.apply()
+
+    def _heat(self, heat: dict) -> None:
+        imgui = self.imgui
+        if not self.joint_names:
+            return
+        imgui.separator_text("bone weights")
+        _, heat["on"] = imgui.checkbox("heat map", heat["on"])
+        _, heat["joint"] = imgui.combo("joint", heat["joint"] % len(self.joint_names), self.joint_names)
+        p = imgui.get_cursor_screen_pos()
+        lo = imgui.color_convert_float4_to_u32(imgui.ImVec4(*HEAT_LOW, 1.0))
+        hi = imgui.color_convert_float4_to_u32(imgui.ImVec4(*HEAT_HIGH, 1.0))
+        imgui.get_window_draw_list().add_rect_filled_multi_color(p, imgui.ImVec2(p.x + 200, p.y + 12), lo, hi, hi,
+                                                                 lo)
+        imgui.dummy(imgui.ImVec2(200, 14))
+        imgui.text("weight 0                          1")
+
+    def record(self, cb, slot: int, framebuffer, width: int, height: int, draw_data) -> int:
+        return self.renderer.record(cb, slot, framebuffer, width, height, draw_data)
+
+    def destroy(self) -> None:
+        self.renderer.destroy()
+        self.imgui.destroy_context(self.context)

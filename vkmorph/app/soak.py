@@ -1,0 +1,99 @@
+"""``python -m vkmorph.app.soak [--frames N] [--cycles M] [FILE]``: resident memory over a long run.
+
+Two soaks with validation off (the layer keeps its own per-object records, ~160 KB per runtime cycle, that are
+not vkmorph's): the headless demo (offscreen renderer + scene driver) over N frames, and M create/destroy
+cycles of a ``MorphRuntime`` on one Context. RSS (``/proc/self/statm``) is taken after a warm-up and at the end;
+growth above the bounds exits 1. ``make soak ARGS="--frames 5000 --cycles 500"`` is the long version; the test
+suite runs a short one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+
+
+def rss_kib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024
+
+
+def soak_frames(scene, frames: int, warmup: int = 20, size: tuple[int, int] = (160, 120)) -> dict:
+    from ..gpu.context import Context
+    from ..render.offscreen import OffscreenRenderer
+    from .driver import SceneDriver
+
+    ctx = Context.create(validation=False)
+    try:
+        off = OffscreenRenderer(ctx, scene, *size)
+        try:
+            r = off.renderer
+            driver = SceneDriver(scene, r.runtime.pose, r.skeleton, sine=True)
+            start = None
+            for f in range(warmup + frames):
+                if f == warmup:
+                    gc.collect()
+                    start = rss_kib()
+                driver.advance(1 / 60)
+                off.render()
+            gc.collect()
+            end = rss_kib()
+        finally:
+            off.destroy()
+    finally:
+        ctx.destroy()
+    return {"frames": frames, "rss_start_kib": start, "rss_end_kib": end,
+            "kib_per_1000_frames": (end - start) * 1000 / max(frames, 1)}
+
+
+def soak_cycles(scene, cycles: int, warmup: int = 5) -> dict:
+    from ..gpu.context import Context
+    from ..render.morph_pass import MorphRuntime
+
+    ctx = Context.create(validation=False)
+    try:
+        start = None
+        for c in range(warmup + cycles):
+            if c == warmup:
+                gc.collect()
+                start = rss_kib()
+            rt = MorphRuntime(ctx, scene)
+            rt.pose.set_flat(rt.pose.flat + 0.5)
+            ctx.submit_and_wait(rt.record)
+            rt.destroy()
+        gc.collect()
+        end = rss_kib()
+        leaked = list(ctx.live_children)
+    finally:
+        ctx.destroy()
+    return {"cycles": cycles, "rss_start_kib": start, "rss_end_kib": end,
+            "kib_per_cycle": (end - start) / max(cycles, 1), "live_children": leaked}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m vkmorph.app.soak", description=__doc__.split("\n\n")[0])
+    ap.add_argument("file", nargs="?", help="model (default: the built-in scene)")
+    ap.add_argument("--frames", type=int, default=2000)
+    ap.add_argument("--cycles", type=int, default=200)
+    ap.add_argument("--max-kib-per-1000-frames", type=float, default=1024.0)
+    ap.add_argument("--max-kib-per-cycle", type=float, default=64.0)
+    args = ap.parse_args(argv)
+    from ..asset.importer import load_scene
+
+    scene = load_scene(args.file)
+    fr = soak_frames(scene, args.frames)
+    cy = soak_cycles(scene, args.cycles)
+    print(f"frames: {fr['frames']}, RSS {fr['rss_start_kib']:.0f} -> {fr['rss_end_kib']:.0f} KiB, "
+          f"{fr['kib_per_1000_frames']:.1f} KiB per 1000 frames (bound {args.max_kib_per_1000_frames})")
+    print(f"runtime cycles: {cy['cycles']}, RSS {cy['rss_start_kib']:.0f} -> {cy['rss_end_kib']:.0f} KiB, "
+          f"{cy['kib_per_cycle']:.2f} KiB per cycle (bound {args.max_kib_per_cycle}), "
+          f"live objects after: {cy['live_children'] or 'none'}")
+    ok = (fr["kib_per_1000_frames"] <= args.max_kib_per_1000_frames and cy["kib_per_cycle"] <= args.max_kib_per_cycle
+          and not cy["live_children"])
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
