@@ -324,6 +324,7 @@ def bench_case(ctx, timer, case: Case, prims: list, fmt: str, tries: int, warm_s
         S = len(rt.pose.flat)
         prev = previous_layout_bytes(V, rt.total_deltas, S, rt.gpu_bytes["output"], fmt)
         dense = sum(pr.vertex_count * (48 + len(pr.morph_targets) * 24 + pr.vertices.dtype.itemsize) for pr in prims)
+        D = rt.total_deltas
     finally:
         if cp is not None:
             cp.destroy()
@@ -331,7 +332,7 @@ def bench_case(ctx, timer, case: Case, prims: list, fmt: str, tries: int, warm_s
     name = f"{case.vertices // 1000:,}k x {case.targets}, {case.coverage:.0%} {case.pattern}, {case.active} active"
     if case.instances > 1:
         name = f"{case.pattern} x {case.instances} ({V:,} vertices), {case.active} active"
-    return Row(name, V, case.targets, case.coverage, case.active, case.pattern, fmt, rt.total_deltas, active_deltas,
+    return Row(name, V, case.targets, case.coverage, case.active, case.pattern, fmt, D, active_deltas,
                floor_bytes / 1e6, morph_us, floor_us, float(np.median(fr)), float(min(fr)), float(max(fr)),
                copy_gbps, frames, np_ms, np_ms / (morph_us * 1e-3), err, gpu_b / 2**20, prev / 2**20,
                dense / 2**20, build_s)
