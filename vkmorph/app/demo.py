@@ -261,7 +261,7 @@ class DemoWindow:
         try:
             import imgui_bundle  # noqa: F401
         except ImportError:
-            print("vkmorph demo: no on-screen panel (pip install imgui-bundle); keys still work", file=sys.stderr)
+            print("vkmorph demo: no on-screen panel (pip install imgui-bundle); keys still work", flush=True)
             return None
         from .panel import DemoPanel
 
