@@ -239,6 +239,9 @@ ERRORS = {
     "two parents": (_set(["nodes", 0, "children"], [2]), "nodes[1].children[0]: node 2 is already a child of "
                                                          "nodes[0] too"),
     "cycle": (_set(["nodes", 2, "children"], [1]), "nodes[1]: the node hierarchy has a cycle"),
+    "joint name shared": (_set(["nodes", 0, "name"], "root"), "nodes[1].name: 'root' is also the name of nodes[0]; "
+                                                              "joints and animation channels are bound by name, so "
+                                                              "this is ambiguous"),
     "mesh index": (_set(["nodes", 0, "mesh"], 3), "nodes[0].mesh: meshes index 3 out of range (1 meshes)"),
     "skin index": (_set(["nodes", 0, "skin"], 1), "nodes[0].skin: skins index 1 out of range (1 skins)"),
     "skin joint index": (_set(["skins", 0, "joints"], [1, 5]), "skins[0].joints[1]: nodes index 5 out of range "
@@ -430,3 +433,12 @@ def test_non_utf8_file_name_and_wrong_path_type(tmp_path):
         assert load_scene(path, isolate=isolate).primitives[0].vertex_count == 4
     with pytest.raises(UsageError, match="load_scene needs a file path .* not int"):
         load_scene(5)
+
+
+def test_crash_report_is_one_line_even_with_faulthandler(tmp_path):
+    path = _variant(tmp_path, ERRORS["0 keyframes (Assimp: SIGFPE)"][0])
+    code = ("from vkmorph import load_scene, AssetError\ntry:\n"
+            f"    load_scene({str(path)!r}, validate=False, isolate=True)\nexcept AssetError as e:\n    print(e)\n")
+    r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (0, f"the importer crashed on {path} (signal SIGFPE)\n", "")

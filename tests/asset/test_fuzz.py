@@ -12,7 +12,7 @@ import sys
 
 from tests.helpers import ASSETS, ROOT
 
-SEED, COUNT, BUDGET_S = 20261130, 2000, 30.0
+SEED, COUNT, BUDGET_S = 20261130, 2000, 20.0
 
 
 def test_mutants_load_or_raise_asset_error(tmp_path):
@@ -23,9 +23,9 @@ def test_mutants_load_or_raise_asset_error(tmp_path):
     last = current.read_text() if current.exists() else "none"
     assert r.returncode == 0, f"fuzz process died (status {r.returncode}) on mutant {last}\n{r.stderr[-2000:]}"
     result = json.loads(r.stdout)
-    print(json.dumps({k: result[k] for k in ("seed", "mutants", "seconds", "outcomes")}))
+    print(json.dumps({k: result[k] for k in ("seed", "mutants", "seconds", "outcomes", "refused_by")}))
     assert not result["failures"], "\n".join(result["failures"][:20])
-    assert result["mutants"] >= 300, result  # the budget must still leave a meaningful run
+    assert result["mutants"] >= 200, result  # the budget must still leave a meaningful run
     out = result["outcomes"]
     assert out.get("AssetError", 0) + out.get("loaded", 0) + out.get("loaded with a warning", 0) == result["mutants"]
     assert out.get("loaded", 0) > 0 and out.get("AssetError", 0) > 0  # the mutator neither too weak nor too wild

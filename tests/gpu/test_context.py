@@ -150,3 +150,27 @@ def test_no_loader_gives_one_line_error():
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "libvulkan1" in lines[0], r.stderr
+
+
+def test_owner_releases_in_reverse_creation_order(ctx):
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.context import Owner
+
+    order = []
+
+    class Thing:
+        def __init__(self, name):
+            self.name = name
+
+        def destroy(self):
+            order.append(self.name)
+
+    owner = Owner(ctx, "group")
+    owner.own(Thing("a"))
+    owner.add(lambda dev, handle, allocator: order.append(handle), "raw handle")
+    buf = owner.own(M.device_buffer(ctx, None, M.STORAGE, size=16, name="buf"))
+    owner.own(Thing("b"))
+    assert ctx.live_children == ["group", "buf (16 B)"]
+    owner.destroy()
+    owner.destroy()
+    assert order == ["b", "raw handle", "a"] and buf.handle is None and ctx.live_children == []

@@ -208,10 +208,10 @@ def test_destroy_in_flight_is_deferred_to_the_hosts_completion(user_device):
         user.record_compute_copy(cb, rt.vertex_buffer("Red"), rt.vertex_buffer_offset("Red"), red.vertex_bytes, sink)
         return c
 
+    alive = [b for i in rt.instances for b in (i.vertex_buffer, i.index_buffer)]
     sub = user.submit(frame)                  # in flight
     rt.destroy()
     assert "morph runtime" in ctx.retiring
-    alive = [b for b in rt._owned] + ([rt.batch.output] if rt.batch else [])
     assert alive and all(b.alive for b in alive)
     user.wait(sub)
     ctx.completed(sub[2].serial)
@@ -277,11 +277,12 @@ def test_draws_carry_everything_a_host_needs(ctx):
                                                                             len(p.indices), p.vertex_count)
             assert d.index_type == vk.VK_INDEX_TYPE_UINT32 and d.first_index == 0 and d.index_offset == 0
             assert d.vertex_offset == rt.vertex_buffer_offset(inst.node, inst.prim_index, slot=1)
-            np.testing.assert_allclose(d.world, world[inst.node], rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(d.node_world, world[inst.node], rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(d.world, np.eye(4) if p.is_skinned else world[inst.node], rtol=1e-6, atol=1e-6)
             assert d.vertex_input.stride == p.vertices.dtype.itemsize
             if p.is_skinned:
                 s = scene.skins[p.skin]
-                expect = np.linalg.inv(world[inst.node]) @ world[s.joints] @ s.inverse_bind_matrices
+                expect = world[s.joints] @ s.inverse_bind_matrices      # world space: draw with identity
                 np.testing.assert_allclose(d.joint_palette, expect, rtol=1e-5, atol=1e-5)
             else:
                 assert d.joint_palette is None

@@ -139,14 +139,14 @@ def test_frames_in_flight_without_waiting(ctx):
             rt.set_weights("Red", weights)
             cb = cbs[i]
             vk.vkResetCommandBuffer(cb, 0)
-            vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo())
+            ctx.begin(cb)
             counters = rt.record(cb)
             assert counters.dispatched == (2 if f == 0 else 1)  # frame 0 also morphs Purple once
             # a consumer reading the morph output this frame (stands in for the vertex fetch of a draw)
             barriers.compute_write_to_transfer_read(cb)
             vk.vkCmdCopyBuffer(cb, red.vertex_buffer.handle, sink.handle, 1,
                                [vk.VkBufferCopy(srcOffset=red.vertex_offset, dstOffset=0, size=red.vertex_bytes)])
-            vk.vkEndCommandBuffer(cb)
+            ctx.end(cb)
             ctx.submit([cb], fence=fences[i])
         ctx.wait_idle()
         for fe in fences:

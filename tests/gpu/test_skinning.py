@@ -1,4 +1,5 @@
-"""Skinned positions captured from the GPU (skin.comp = skin.vert's skinning code) equal the numpy reference."""
+"""Skinned positions captured from the GPU (skin.comp = skin.vert's skinning code) with the joint palettes of
+rt.draws() equal the numpy reference (inverse(mesh node world) x joint world x inverse bind)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 from tests.helpers import asset
 from vkmorph import load_scene
 from vkmorph.anim.player import AnimationPlayer
-from vkmorph.anim.skeleton import Skeleton
 from vkmorph.morph.reference import morph_reference, skin_reference
 
 pytestmark = pytest.mark.gpu
@@ -24,8 +24,8 @@ def test_gpu_skinning_matches_reference(ctx, folder, name):
     from vkmorph.render.skin_capture import SkinCapture
 
     scene = load_scene(asset(folder, name) if folder else None)
-    skel = Skeleton(scene)
     with MorphRuntime(ctx, scene) as rt:
+        skel = rt.skeleton
         player = AnimationPlayer(scene, rt.pose, skel)
         cap = SkinCapture(ctx, max_runs=4 * len(scene.primitives))
         clip = scene.animations[0] if scene.animations else None
@@ -36,12 +36,14 @@ def test_gpu_skinning_matches_reference(ctx, folder, name):
                 player.apply(t)
             ctx.submit_and_wait(rt.record)
             seen = set()
-            for inst in rt.instances:  # the first node instancing each primitive (node order)
-                prim, node = inst.prim, inst.node
+            for d in rt.draws():  # the first node drawing each skinned primitive, with its joint palette
+                inst = rt.instance(d.node, d.primitive)
+                prim, node = inst.prim, d.node
                 if not prim.is_skinned or id(prim) in seen:
+                    assert d.joint_palette is None or prim.is_skinned
                     continue
                 seen.add(id(prim))
-                mats = skel.skin_matrices(prim.skin, node)
+                mats = d.joint_palette
                 gp, gn, gt = cap.run(inst.vertex_buffer, inst.vertex_offset, prim.vertices.dtype, prim.vertex_count,
                                      mats)
                 if prim.morph_targets:
@@ -51,7 +53,7 @@ def test_gpu_skinning_matches_reference(ctx, folder, name):
                     p, n, tg = v["position"], v["normal"], v["tangent"]
                 rp, rn, rt_ = skin_reference(p, n, tg, prim.vertices["joints"], prim.vertices["weights"], mats)
                 size = float(np.ptp(rp, axis=0).max()) or 1.0
-                assert np.abs(gp - rp).max() <= 1e-5 * size, (t, node, inst.prim_index)
+                assert np.abs(gp - rp).max() <= 1e-5 * size, (t, d.node, d.primitive)
                 assert np.abs(gn - rn).max() <= 1e-4
                 assert np.abs(gt - rt_[:, :3]).max() <= 1e-4
         cap.destroy()

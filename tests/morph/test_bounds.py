@@ -8,12 +8,14 @@ import pytest
 
 from tests.helpers import asset
 from vkmorph import load_scene
+from vkmorph.anim.player import AnimationPlayer
 from vkmorph.anim.sampler import sample
+from vkmorph.anim.skeleton import Skeleton
 from vkmorph.asset.model import STATIC_VERTEX, MeshPrimitiveAsset, MorphTargetAsset
 from vkmorph.morph.bounds import ClusterBounds, transform_box
 from vkmorph.morph.gpu_data import build_gpu_morph_data
-from vkmorph.morph.reference import morph_reference
-from vkmorph.morph.state import file_weight_range
+from vkmorph.morph.reference import morph_reference, skin_reference
+from vkmorph.morph.state import SceneMorphPose, file_weight_range
 
 TIGHT = 1.25
 MODELS = [None, ("SimpleMorph", "SimpleMorph.gltf"), ("AnimatedMorphCube", "AnimatedMorphCube.gltf"),
@@ -52,6 +54,43 @@ def test_conservative_and_tight_on_shared_models(model):
         cb = ClusterBounds(prim)
         for w in weight_sets(scene, len(prim.morph_targets), rng):
             check(prim, cb.at(w), w)
+
+
+SKINNED = [None, ("RobotExpressive", "RobotExpressive.glb"), ("SimpleSkin", "SimpleSkin.gltf"),
+           ("assimp_simple_skin", "quad_skin.glb")]
+
+
+@pytest.mark.parametrize("model", SKINNED, ids=["default"] + [m[0] for m in SKINNED[1:]])
+def test_skinned_bounds_conservative_and_tight_along_clips(model):
+    scene = load_scene(asset(*model) if model else None)
+    skel = Skeleton(scene)
+    pose = SceneMorphPose(scene)
+    player = AnimationPlayer(scene, pose, skel)
+    users = {}
+    for i, n in enumerate(scene.nodes):
+        if n.mesh is not None:
+            for p in scene.meshes[n.mesh].primitives:
+                if p.is_skinned:
+                    users.setdefault(id(p), (i, p, ClusterBounds(p)))
+    assert users
+    for clip in scene.animations[:3]:
+        player.play(clip.name, loop=False)
+        for t in np.linspace(0, clip.duration, 4):
+            player.apply(float(t))
+            lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+            blo, bhi = lo.copy(), hi.copy()
+            for node, prim, cb in users.values():
+                w = pose.weights(node)[:len(prim.morph_targets)] if prim.morph_targets else np.zeros(0)
+                pos, nrm, tan = morph_reference(prim, w)
+                v = prim.vertices
+                palette = skel.skin_matrices(prim.skin)
+                p, _, _ = skin_reference(pos, nrm, tan, v["joints"], v["weights"], palette)
+                b = cb.at(w, palette)
+                scale = float(np.ptp(p, axis=0).max()) or 1.0
+                assert (b[0] <= p.min(axis=0) + 1e-5 * scale).all() and (b[1] >= p.max(axis=0) - 1e-5 * scale).all()
+                lo, hi = np.minimum(lo, p.min(axis=0)), np.maximum(hi, p.max(axis=0))
+                blo, bhi = np.minimum(blo, b[0]), np.maximum(bhi, b[1])
+            assert ((bhi - blo) <= TIGHT * (hi - lo) + 1e-5 * float((hi - lo).max())).all(), (clip.name, t)
 
 
 def test_whole_body_pose_targets_frame_the_pose_not_every_pose():
@@ -101,6 +140,17 @@ def test_runtime_bounds_contain_the_gpu_output(ctx):
         for inst in rt.instances:
             b = rt.bounds(inst.node, inst.prim_index)
             p = rt.read_vertices(inst)["position"]
+            assert (p >= b[0] - 1e-5).all() and (p <= b[1] + 1e-5).all()
+            assert (b[1] - b[0] <= TIGHT * np.ptp(p, axis=0) + 1e-5).all()
+        world = rt.skeleton.world_matrices()
+        for inst in rt.instances:      # as drawn: skinned by the runtime's skeleton, or moved by the node
+            v = rt.read_vertices(inst)
+            if inst.prim.is_skinned:
+                p, _, _ = skin_reference(v["position"], v["normal"], v["tangent"], v["joints"], v["weights"],
+                                         rt.skeleton.skin_matrices(inst.prim.skin))
+            else:
+                p = v["position"] @ world[inst.node][:3, :3].T + world[inst.node][:3, 3]
+            b = rt.bounds(inst.node, inst.prim_index, space="world")
             assert (p >= b[0] - 1e-5).all() and (p <= b[1] + 1e-5).all()
             assert (b[1] - b[0] <= TIGHT * np.ptp(p, axis=0) + 1e-5).all()
         before = rt.bounds("Red")

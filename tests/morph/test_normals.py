@@ -143,3 +143,36 @@ def test_tangents_gram_schmidt_against_the_morphed_normal_keep_handedness(source
     assert t[:, 3].tobytes() == v["tangent"][:, 3].tobytes()
     _, n0, t0 = morph_reference(prim, w, orthogonalize=False)
     assert np.abs(np.einsum("ij,ij->i", n0, t0[:, :3])).max() > 1e-2   # plain normalizing leaves them skewed
+
+
+@pytest.mark.parametrize("authored", [False, True], ids=["no-normals", "authored-normals"])
+def test_gpu_normals_pass_is_exact_for_any_weights_and_keeps_hard_edges(ctx, tmp_path, authored):
+    from vkmorph.render.morph_pass import MorphRuntime
+    from vkmorph.render.normals_pass import NormalsPass
+
+    path, pos, idx = write(tmp_path, normals=authored)
+    scene = load_scene(path)
+    rng = np.random.default_rng(4)
+    with MorphRuntime(ctx, scene, weight_range=(-1.0, 1.0), slots=2) as rt, NormalsPass(rt) as normals:
+        inst = rt.morphing[0]
+        for slot, w in enumerate([rng.uniform(-0.5, 1.0, 2), np.array([0.7, 0.9])]):
+            rt.set_weights("Sheet", w)
+
+            def frame(cb, slot=slot):
+                rt.record(cb, slot=slot, consumer="compute")
+                assert normals.record(cb, slot=slot) == 1
+
+            ctx.submit_and_wait(frame)
+            out = rt.read_vertices(inst, slot=slot)
+            p, _, _ = morph_reference(inst.prim, w)
+            np.testing.assert_allclose(out["position"], p, atol=1e-5)
+            want = independent_normals(p.astype(np.float64), idx)
+            np.testing.assert_allclose(out["normal"], want, atol=2e-5)
+            assert np.abs(np.einsum("ij,ij->i", out["normal"], out["tangent"][:, :3])).max() < 1e-5
+            assert out["tangent"][:, 3].tobytes() == inst.prim.vertices["tangent"][:, 3].tobytes()
+            n = out["normal"]
+            assert (np.einsum("ij,ij->i", n[21:28], n[49:56]) < 0.9).all()   # the crease stays hard
+        recorded = []
+        ctx.submit_and_wait(lambda cb: recorded.append((rt.record(cb, slot=1, consumer="compute").dispatched,
+                                                        normals.record(cb, slot=1))))
+        assert recorded == [(0, 0)]     # unchanged pose in that slot: neither pass records anything

@@ -187,13 +187,13 @@ def cpu_frame_costs(ctx, counts=(1, 10, 100, 1000), repeats: int = 50) -> list[d
             timings = {"unchanged": [], "changed": []}
             for i in range(repeats + 5):
                 for mode in ("changed", "unchanged"):
-                    vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo())
+                    ctx.begin(cb)
                     t = time.perf_counter()
                     if mode == "changed":
                         rt.pose.set_flat(base * (0.5 if i % 2 else 1.0))
                     rt.record(cb)
                     dt = (time.perf_counter() - t) * 1e3
-                    vk.vkEndCommandBuffer(cb)
+                    ctx.end(cb)
                     vk.vkResetCommandBuffer(cb, 0)
                     if i >= 5:
                         timings[mode].append(dt)

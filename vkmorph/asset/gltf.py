@@ -9,9 +9,9 @@ drops the interpolation), so samplers can follow glTF interpolation exactly.
 Every problem raises ``AssetError`` with one line naming the file and the JSON path, e.g.
 ``file a.gltf: accessors[3]: ends at byte 812 of bufferViews[1] (640 bytes)``.
 
-Why not pygltflib: its dataclass model accepts any JSON value for any field (a string ``count`` passes
-through), so every check below would still be needed, and it adds dataclasses-json/marshmallow as dependencies;
-it also has no accessor decoding with bounds checks. The reader is ``json`` + ``numpy`` and ~300 lines.
+Why not pygltflib: its dataclass model does no type or range checking of fields (a string ``count`` passes
+through), so every check below would still be needed, it has no bounds-checked accessor decoding (the part that
+matters for hostile input), and it brings dataclasses-json with it. This reader is ``json`` + ``numpy``.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ class GltfDocument:
             raise self.error(where, "URI contains a NUL byte")
         folder = self.path.resolve().parent
         target = (folder / rel).resolve()
-        inside = Path(rel).is_absolute() is False and target.is_relative_to(folder)
+        inside = not Path(rel).is_absolute() and target.is_relative_to(folder)
         if not inside and not self.allow_external_uris:
             raise self.error(where, f"{uri!r} points outside the model's folder; refused (allow it with "
                                     f"allow_external_uris=True or {ALLOW_EXTERNAL_ENV}=1)")
@@ -342,6 +342,11 @@ class GltfDocument:
             return 0
         t = prims[0].get("targets", [])
         return len(t) if isinstance(t, list) else 0
+
+    def assimp_node_name(self, n_i) -> str:
+        """The name Assimp 5.2.5 gives node ``n_i``: its own name, or ``nodes[i]`` when it has none."""
+        name = self.node(n_i).get("name")
+        return name if isinstance(name, str) and name else f"nodes[{n_i}]"
 
     def node_target_count(self, n_i) -> int:
         m = self.node(n_i).get("mesh")

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import AssetError, UsageError
 from .geometry import area_weighted_normals, derived_normal_deltas, vertex_tangents
 from .gltf import GltfDocument
+from .gltf_animation import gltf_animations
 from .gltf_validate import validate_gltf
 from .isolate import can_isolate, run_isolated
 from .model import (
@@ -33,7 +34,7 @@ from .model import (
     SceneAsset,
     SkinAsset,
 )
-from .validate import validate_scene
+from .validate import validate_animations, validate_scene
 
 _CALC_TANGENT_SPACE = 0x1   # only where the file has none (needs UVs; we fill in the rest)
 _TRIANGULATE = 0x8
@@ -120,13 +121,21 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
             doc = GltfDocument(path, allow_external_uris=allow_external_uris)
             if validate:
                 validate_gltf(doc)
+    # glTF clips come from the file's own samplers (interpolation and CUBICSPLINE tangents, which Assimp drops)
     if (isolate if isolate is not None else isolation_default()) and can_isolate():
-        return run_isolated(import_with_assimp, file, file=file)
-    return import_with_assimp(file)
+        scene = run_isolated(import_with_assimp, file, not gltf, file=file)
+    else:
+        scene = import_with_assimp(file, not gltf)
+    if gltf:
+        with np.errstate(all="ignore"):
+            scene.animations = gltf_animations(doc, scene)
+            validate_animations(scene)
+    return scene
 
 
-def import_with_assimp(file: str) -> SceneAsset:
-    """Assimp import, conversion to the data model and ``validate_scene`` (what ``isolate`` runs in a child)."""
+def import_with_assimp(file: str, animations: bool = True) -> SceneAsset:
+    """Assimp import, conversion to the data model and ``validate_scene`` (what ``isolate`` runs in a child);
+    ``animations=False`` leaves the clips to the caller (glTF: read from the file itself)."""
     lib = _assimp()
     ptr = lib.load(os.fsencode(file), IMPORT_FLAGS)  # aiImportFile(path, flags)
     if not ptr:
@@ -137,7 +146,7 @@ def import_with_assimp(file: str) -> SceneAsset:
         if raw.mFlags & _SCENE_FLAGS_INCOMPLETE or not raw.mRootNode:
             raise AssetError("incomplete scene (no meshes or truncated file)", file=file)
         with np.errstate(all="ignore"):  # NaN/inf from bad data are reported by validate_scene, not warned
-            scene = _convert(raw, file)
+            scene = _convert(raw, file, animations=animations)
     finally:
         lib.release(ptr)
     with np.errstate(all="ignore"):
@@ -146,7 +155,7 @@ def import_with_assimp(file: str) -> SceneAsset:
 
 
 # ---------------------------------------------------------------------------------------------- conversion
-def _convert(raw, file: str) -> SceneAsset:
+def _convert(raw, file: str, animations: bool = True) -> SceneAsset:
     nodes, node_meshes, roots = _nodes(raw.mRootNode)
     name_to_node: dict[str, int] = {}
     for i, n in enumerate(nodes):
@@ -197,9 +206,9 @@ def _convert(raw, file: str) -> SceneAsset:
             if first is not None and first.default_weights is not None:
                 node.default_weights = first.default_weights.copy()
 
-    animations = [_animation(raw.mAnimations[a].contents, a, name_to_node, nodes, meshes, file)
-                  for a in range(raw.mNumAnimations)]
-    return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=animations, roots=roots, source=file)
+    clips = [_animation(raw.mAnimations[a].contents, a, name_to_node, nodes, meshes, file)
+             for a in range(raw.mNumAnimations)] if animations else []
+    return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=clips, roots=roots, source=file)
 
 
 _PTI_FLOAT = 1

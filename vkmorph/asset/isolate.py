@@ -8,6 +8,7 @@ else spawned.
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing as mp
 import signal
 import sys
@@ -30,6 +31,7 @@ def can_isolate() -> bool:
 
 
 def _child(conn, fn, args, kwargs) -> None:
+    faulthandler.disable()  # a crash here is reported by the parent in one line, not as a dumped traceback
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -110,6 +110,12 @@ def validate_scene(scene: SceneAsset) -> None:
         if not np.isfinite(s.inverse_bind_matrices).all():
             raise AssetError(f"skin {s_i} has non-finite inverse bind matrices", file=file,
                              index=_first_bad(~np.isfinite(s.inverse_bind_matrices)))
+    validate_animations(scene)
+
+
+def validate_animations(scene: SceneAsset) -> None:
+    """Animation channels: existing nodes, finite increasing key times, finite values."""
+    file, n_nodes = scene.source, len(scene.nodes)
     for a in scene.animations:
         for ch in list(a.morph_channels) + list(a.node_channels):
             if not 0 <= ch.node < n_nodes:

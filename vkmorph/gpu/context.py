@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import GpuError, UsageError
-from .vk import ffi, vk
+from .vk import call, ffi, vk
 
 API_VERSION = (1, 2)            # the SPIR-V is compiled for the Vulkan 1.2 environment
 REQUIRED_FEATURES: tuple[str, ...] = ()   # VkPhysicalDeviceFeatures fields the kernels need (none today)
@@ -52,14 +52,48 @@ _SEVERITY_NAMES = {
 }
 
 
-# command buffers vkmorph allocated (owned contexts): address -> (context, "unknown" | "recording" | "executable"),
-# so record() can refuse one of another Context, and one that is not recording when it was begun and ended
-# through Context.begin/end (raw vkBeginCommandBuffer calls are invisible). Host command buffers are unknown.
+# command buffers vkmorph allocated (owned contexts): address -> (context, "initial" | "recording" | "executable"),
+# so record() can refuse one of another Context and one that is not recording. Such command buffers are begun
+# and ended with Context.begin/end (a raw vkBeginCommandBuffer is invisible to vkmorph). Host command buffers
+# are not known: the host guarantees they are recording.
 _COMMAND_BUFFERS: dict[int, tuple[Context, str]] = {}
 
 
 def _cb_key(cb) -> int:
     return int(ffi.cast("uintptr_t", cb))
+
+
+class Owner:
+    """The one way vkmorph groups objects: things released together in reverse creation order.
+
+    ``own(obj)`` takes anything with ``destroy()`` (buffers, pipelines, images, other Owners); ``add(destroy,
+    handle)`` a raw handle with its vkDestroy*/vkFree* function (called as ``destroy(device, handle, None)``).
+    The Owner is itself one tracked child of its Context, so a forgotten one shows in ``ctx.live_children``
+    (the leak list) and is released by ``ctx.destroy()``.
+    """
+
+    def __init__(self, ctx: Context, name: str):
+        self.ctx, self.name = ctx, name
+        self._items: list[Callable[[], None]] = []
+        self._key = ctx.track(name, self._release)
+
+    def own(self, obj):
+        self._items.append(obj.destroy)
+        return obj
+
+    def add(self, destroy: Callable, handle):
+        self._items.append(lambda: destroy(self.ctx.device, handle, None))
+        return handle
+
+    def _release(self) -> None:
+        while self._items:
+            self._items.pop()()
+
+    def destroy(self) -> None:
+        if self._key is not None:
+            self._release()
+            self.ctx.untrack(self._key)
+            self._key = None
 
 
 def validation_requested(default: bool = False) -> bool:
@@ -275,10 +309,10 @@ class Context:
         )
         self._memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
         if self._owns_device:  # only owned contexts submit work of their own
-            self.command_pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
+            self.command_pool = call("vkCreateCommandPool", self.device, vk.VkCommandPoolCreateInfo(
                 flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                 queueFamilyIndex=self.queue_family_index), None)
-            self._fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
+            self._fence = call("vkCreateFence", self.device, vk.VkFenceCreateInfo(), None)
 
     def _create_instance(self, app_name: str) -> None:
         try:
@@ -394,7 +428,7 @@ class Context:
         device_ci = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[queue_ci],
                                           enabledExtensionCount=len(exts), ppEnabledExtensionNames=exts,
                                           pEnabledFeatures=features)
-        self.device = vk.vkCreateDevice(self.physical_device, device_ci, None)
+        self.device = call("vkCreateDevice", self.physical_device, device_ci, None)
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family_index, 0)
 
     # ------------------------------------------------------------------ children & memory
@@ -543,9 +577,9 @@ class Context:
 
     def allocate_command_buffer(self):
         self._require_owned("allocate_command_buffer")
-        cb = vk.vkAllocateCommandBuffers(self.device, vk.VkCommandBufferAllocateInfo(
+        cb = call("vkAllocateCommandBuffers", self.device, vk.VkCommandBufferAllocateInfo(
             commandPool=self.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
-        _COMMAND_BUFFERS[_cb_key(cb)] = (self, "unknown")  # begun with raw vk calls: state not visible
+        _COMMAND_BUFFERS[_cb_key(cb)] = (self, "initial")  # begin/end it with ctx.begin/ctx.end
         return cb
 
     def free_command_buffer(self, cb) -> None:
@@ -554,11 +588,12 @@ class Context:
 
     def begin(self, cb, flags: int = 0) -> None:
         """vkBeginCommandBuffer on a command buffer of this context (tracked, so misuse is caught)."""
-        vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo(flags=flags))
+        call("vkBeginCommandBuffer", cb, vk.VkCommandBufferBeginInfo(flags=flags))
         _COMMAND_BUFFERS[_cb_key(cb)] = (self, "recording")
 
     def end(self, cb) -> None:
-        vk.vkEndCommandBuffer(cb)
+        """vkEndCommandBuffer, tracked (vkResetCommandBuffer then ctx.begin to reuse it)."""
+        call("vkEndCommandBuffer", cb)
         _COMMAND_BUFFERS[_cb_key(cb)] = (self, "executable")
 
     def check_command_buffer(self, cb, what: str) -> None:
@@ -570,10 +605,7 @@ class Context:
         if cb is None:
             raise UsageError(f"{what}: pass the VkCommandBuffer you are recording (after vkBeginCommandBuffer), "
                              "not None")
-        try:
-            cname = ffi.typeof(cb).cname
-        except TypeError:
-            cname = type(cb).__name__
+        cname = ffi.typeof(cb).cname if isinstance(cb, ffi.CData) else type(cb).__name__
         if "VkCommandBuffer" not in cname:
             raise UsageError(f"{what}: expected a VkCommandBuffer handle, got {cname}")
         known = _COMMAND_BUFFERS.get(_cb_key(cb))
@@ -583,9 +615,10 @@ class Context:
         if owner is not self:
             raise UsageError(f"{what}: this command buffer belongs to another vkmorph Context (device "
                              f"{owner.info.name if owner.info else '?'}); record into one of this context's device")
-        if state == "executable":
-            raise UsageError(f"{what}: the command buffer is not recording ({state}): call vkBeginCommandBuffer "
-                             "first")
+        if state != "recording":
+            raise UsageError(f"{what}: the command buffer is not recording ({state}): begin it with "
+                             "ctx.begin(cb) (command buffers from ctx.allocate_command_buffer are begun and ended "
+                             "with ctx.begin / ctx.end)")
 
     def submit_and_wait(self, record: Callable[[object], None], timeout_s: float = 60.0) -> None:
         """Blocking convenience of owned contexts: record into a fresh command buffer (after any queued
@@ -611,7 +644,7 @@ class Context:
             pWaitDstStageMask=list(wait_stages) or None,
             commandBufferCount=len(command_buffers), pCommandBuffers=command_buffers,
             signalSemaphoreCount=len(signal_semaphores), pSignalSemaphores=list(signal_semaphores) or None)
-        vk.vkQueueSubmit(self.queue, 1, [info], fence if fence is not None else vk.VK_NULL_HANDLE)
+        call("vkQueueSubmit", self.queue, 1, [info], fence if fence is not None else vk.VK_NULL_HANDLE)
 
     def wait_fence(self, fence, timeout_s: float = 60.0) -> None:
         self._require_owned("wait_fence")
@@ -624,7 +657,7 @@ class Context:
     def wait_idle(self) -> None:
         """Owned contexts: wait for the device, then everything vkmorph recorded is complete."""
         self._require_owned("wait_idle")
-        vk.vkDeviceWaitIdle(self.device)
+        call("vkDeviceWaitIdle", self.device)
         self.completed()
 
     # ------------------------------------------------------------------ validation

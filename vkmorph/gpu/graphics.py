@@ -1,42 +1,19 @@
 """Graphics-side Vulkan objects: descriptor layouts/pools, render passes, framebuffers, graphics pipelines.
 
-``ObjectGroup`` holds a set of raw handles with their destroy functions as one tracked child of the Context,
-so a pass (Sascha Willems' per-pass resource grouping) is created and released as a unit.
+``ObjectGroup`` (= ``context.Owner``) holds a set of raw handles with their destroy functions as one tracked child
+of the Context, so a pass (Sascha Willems' per-pass resource grouping) is created and released as a unit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .context import Context
+from .context import Context, Owner
 from .pipeline import create_shader_module
 from .vk import WHOLE_SIZE, call, vk
 
-
-class ObjectGroup:
-    """Raw handles released together, in reverse creation order."""
-
-    def __init__(self, ctx: Context, name: str):
-        self.ctx, self.name = ctx, name
-        self._items: list[tuple[Callable, object]] = []
-        self._key = ctx.track(name, self._release)
-
-    def add(self, destroy: Callable, handle):
-        self._items.append((destroy, handle))
-        return handle
-
-    def _release(self) -> None:
-        dev = self.ctx.device
-        while self._items:
-            destroy, handle = self._items.pop()
-            destroy(dev, handle, None)
-
-    def destroy(self) -> None:
-        if self._key is not None:
-            self._release()
-            self.ctx.untrack(self._key)
-            self._key = None
+ObjectGroup = Owner  # raw handles released together, in reverse creation order (the Context's one ownership model)
 
 
 def set_layout(ctx: Context, group: ObjectGroup, bindings: Sequence[tuple[int, int, int]]):

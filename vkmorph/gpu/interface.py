@@ -254,6 +254,18 @@ MORPH = _morph("morph", "morph.comp", MORPH_DELTA_STRUCT)
 MORPH_COMPACT = _morph("morph_compact", "morph_compact.comp", COMPACT_DELTA_STRUCT,
                        (Binding("scales", 6, STORAGE, (COMPUTE,), "vec4", "readonly"),))
 
+NORMALS = ShaderInterface(
+    "normals", ("normals.comp",), "optional per-frame normals from the morphed positions and the triangles",
+    bindings=(Binding("out_words", 0, STORAGE, (COMPUTE,), "float", block="Output"),
+              Binding("out_word", 1, STORAGE, (COMPUTE,), "uint", "readonly", block="OutputBase"),
+              Binding("face_vertices", 2, STORAGE, (COMPUTE,), "uint", "readonly"),
+              Binding("face_offsets", 3, STORAGE, (COMPUTE,), "uint", "readonly"),
+              Binding("vertex_faces", 4, STORAGE, (COMPUTE,), "uint", "readonly")),
+    push=PushConstants(Struct("Push", MORPH_PUSH, notes=(
+        ("first_vertex", "global index (the morph batch's) of the first vertex of this dispatch"),)), (COMPUTE,)),
+    local_size=MORPH_LOCAL_SIZE,
+    constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON), ("float", "AREA_EPSILON", 1e-24)))
+
 SKIN_CAPTURE = ShaderInterface(
     "skin_capture", ("skin.comp",), "skinning capture over a vertex buffer read as raw words",
     bindings=(Binding("vertices", 0, STORAGE, (COMPUTE,), "uint", "readonly", member="words", instance="src"),
@@ -298,8 +310,8 @@ STATIC_INPUT = ShaderInterface("static_vertex", ("static.vert",), "vertex inputs
 SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert",), "vertex inputs of skinned items",
                                 vertex=SKINNED_VERTEX)
 
-INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, SKIN_CAPTURE, COPY, SCENE, STATIC_INPUT,
-                                           SKINNED_INPUT)
+INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, NORMALS, SKIN_CAPTURE, COPY, SCENE,
+                                           STATIC_INPUT, SKINNED_INPUT)
 
 
 # ---------------------------------------------------------------------------------------------------- GLSL

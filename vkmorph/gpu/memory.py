@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import GpuError
 from . import barriers
 from .context import Context
-from .vk import ffi, vk
+from .vk import call, ffi, vk
 
 DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
@@ -43,7 +43,7 @@ class _Block:
         ctx.set_name(self.memory, vk.VK_OBJECT_TYPE_DEVICE_MEMORY, f"memory block {serial} ({size} B)")
         self.mapped = None
         if host:
-            raw = vk.vkMapMemory(ctx.device, self.memory, 0, size, 0)
+            raw = call("vkMapMemory", ctx.device, self.memory, 0, size, 0, what="memory block")
             self.mapped = np.frombuffer(raw, dtype=np.uint8, count=size)
         self.free = [[0, size]]   # sorted [offset, size] holes
         self.used = 0
@@ -148,13 +148,13 @@ class Buffer:
         self.handle = self._block = None
         self.mapped: np.ndarray | None = None
         dev = ctx.device
-        self.handle = vk.vkCreateBuffer(dev, vk.VkBufferCreateInfo(
-            size=self.size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        self.handle = call("vkCreateBuffer", dev, vk.VkBufferCreateInfo(
+            size=self.size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None, what=name)
         try:
             req = vk.vkGetBufferMemoryRequirements(dev, self.handle)
             self._req_size = req.size
             self._block, self.memory_offset = Allocator.of(ctx).allocate(req, host)
-            vk.vkBindBufferMemory(dev, self.handle, self._block.memory, self.memory_offset)
+            call("vkBindBufferMemory", dev, self.handle, self._block.memory, self.memory_offset, what=name)
             if host:
                 self.mapped = self._block.mapped[self.memory_offset:self.memory_offset + self.size]
             ctx.set_name(self.handle, vk.VK_OBJECT_TYPE_BUFFER, name)

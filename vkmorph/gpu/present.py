@@ -115,7 +115,7 @@ class WindowPresenter:
         vk.vkResetFences(ctx.device, 1, [fence])
         cb = self.cbs[slot]
         vk.vkResetCommandBuffer(cb, 0)
-        vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+        ctx.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         self.timestamps.reset(cb, slot)
         self.timestamps.write(cb, 0, slot, TOP)
         sc = self.swapchain
@@ -132,7 +132,7 @@ class WindowPresenter:
             record_swapchain_copy(cb, sc.images[frame.image], staging.handle, sc.width, sc.height)
             barriers.transfer_write_to_host_read(cb)
         self.timestamps.write(cb, self.timestamps.count - 1, frame.slot, BOTTOM)
-        vk.vkEndCommandBuffer(cb)
+        ctx.end(cb)
         try:
             ctx.submit([cb], fence=self.fences[frame.slot], wait_semaphores=[self.acquired[frame.slot]],
                        wait_stages=[vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT],

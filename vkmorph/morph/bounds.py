@@ -11,6 +11,11 @@ It is tight because the only slack is that, inside one small patch, the extreme 
 delta need not be the same vertex: at most a cell (1/GRID of the box per side) plus how much neighbouring
 vertices' deltas differ. Evaluating is one (C, T, 3) multiply-and-reduce in numpy: no GPU readback.
 
+Skinned primitives: a skinned position is a convex blend (weights >= 0, sum 1) of the joint matrices applied to
+the morphed position, so it lies in the box of the cluster's morphed box transformed by each joint the cluster's
+vertices use; ``at(weights, skin_matrices)`` returns the union of those (still conservative and tight: clusters
+are small).
+
 Unlike ``GpuMorphData.conservative_bounds`` (every weight combination of the range at once, which frames a
 galloping-horse file whose targets are whole-body poses at 2.5-10x its size), these follow the pose.
 """
@@ -36,6 +41,15 @@ class ClusterBounds:
         order = np.argsort(key, kind="stable")
         sorted_key = key[order]
         starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+        self._pair_cluster = self._pair_joint = None
+        if prim.is_skinned:   # (cluster, joint) pairs that some vertex of the cluster uses with weight > 0
+            cluster_of = np.empty(len(p), np.int64)
+            cluster_of[order] = np.searchsorted(starts, np.arange(len(p)), side="right") - 1
+            j = prim.vertices["joints"].astype(np.int64)
+            used = prim.vertices["weights"] > 0
+            J = int(j.max()) + 1 if len(j) else 1
+            pairs = np.unique((np.repeat(cluster_of, 4).reshape(-1, 4) * J + j)[used])
+            self._pair_cluster, self._pair_joint = pairs // J, pairs % J
         ps = p[order]
         self.base_min = np.minimum.reduceat(ps, starts, axis=0)          # (C, 3)
         self.base_max = np.maximum.reduceat(ps, starts, axis=0)
@@ -55,8 +69,10 @@ class ClusterBounds:
     def target_count(self) -> int:
         return self.delta_min.shape[1]
 
-    def at(self, weights) -> np.ndarray:
-        """(2, 3) float64 [min, max] of every vertex of ``base + sum_t w_t delta_t``, in the mesh's space."""
+    def at(self, weights, skin_matrices: np.ndarray | None = None) -> np.ndarray:
+        """(2, 3) float64 [min, max] of every vertex of ``base + sum_t w_t delta_t``, in the mesh's space; with
+        ``skin_matrices`` (the (J, 4, 4) palette of a skinned primitive) of the skinned vertices, in the
+        palette's space (world for ``Skeleton.skin_matrices(skin)``)."""
         w = np.asarray(weights, np.float64).reshape(-1)
         if w.shape != (self.target_count,):
             raise ValueError(f"expected {self.target_count} weights, got {w.shape[0]}")
@@ -64,7 +80,13 @@ class ClusterBounds:
         b = self.delta_max * w[None, :, None]
         lo = self.base_min + np.minimum(a, b).sum(axis=1)
         hi = self.base_max + np.maximum(a, b).sum(axis=1)
-        return np.stack([lo.min(axis=0), hi.max(axis=0)])
+        if skin_matrices is None or self._pair_cluster is None:
+            return np.stack([lo.min(axis=0), hi.max(axis=0)])
+        m = np.asarray(skin_matrices, np.float64)[self._pair_joint]              # (P, 4, 4)
+        c, pc = (lo + hi) / 2, self._pair_cluster
+        center = np.einsum("pij,pj->pi", m[:, :3, :3], c[pc]) + m[:, :3, 3]
+        half = np.einsum("pij,pj->pi", np.abs(m[:, :3, :3]), ((hi - lo) / 2)[pc])
+        return np.stack([(center - half).min(axis=0), (center + half).max(axis=0)])
 
 
 def transform_box(bounds: np.ndarray, matrix: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 from ..asset.model import attribute_offsets_words
 from ..errors import UsageError
 from ..gpu import memory as M
-from ..gpu.context import Context
+from ..gpu.context import Context, Owner
 from ..gpu.interface import MORPH, MORPH_COMPACT
 from ..gpu.interface import MORPH_PUSH as PUSH
 from ..gpu.pipeline import ComputePipeline
@@ -70,7 +70,7 @@ class MorphBatch:
         self.ctx, self.pose, self.delta_format, self.slots = ctx, pose, delta_format, int(slots)
         self.instances = list(instances)
         self.pipeline: ComputePipeline | None = None
-        self._owned: list[M.Buffer] = []
+        self._owner = Owner(ctx, "morph batch")
         self._slots: list[_Slot] = []
         self.gpu_bytes: dict[str, int] = {}
         self.total_vertices = self.total_deltas = 0
@@ -80,9 +80,8 @@ class MorphBatch:
             self.destroy()
             raise
 
-    def _own(self, buf: M.Buffer) -> M.Buffer:
-        self._owned.append(buf)
-        return buf
+    def _own(self, obj):
+        return self._owner.own(obj)
 
     def _build(self) -> None:
         ctx = self.ctx
@@ -144,7 +143,7 @@ class MorphBatch:
             iface = MORPH_COMPACT
         for inst in self.instances:
             inst.vertex_buffer = self.output
-        self.pipeline = ComputePipeline(ctx, iface, max_sets=self.slots)
+        self.pipeline = self._own(ComputePipeline(ctx, iface, max_sets=self.slots))
         self.descriptor_sets = []
         for k in range(self.slots):
             buffers["out_words"] = (self.output, k * out_bytes, max(out_bytes, 4))
@@ -181,9 +180,4 @@ class MorphBatch:
         return raw.nbytes
 
     def destroy(self) -> None:
-        for b in self._owned:
-            b.destroy()
-        self._owned.clear()
-        if self.pipeline is not None:
-            self.pipeline.destroy()
-            self.pipeline = None
+        self._owner.destroy()   # everything it created, in reverse creation order

@@ -27,10 +27,10 @@ from ..asset.model import MeshPrimitiveAsset, SceneAsset
 from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
-from ..gpu.context import Context
+from ..gpu.context import Context, Owner
 from ..gpu.pipeline import vertex_input_attributes
 from ..gpu.vk import vk
-from ..morph.bounds import ClusterBounds
+from ..morph.bounds import ClusterBounds, transform_box
 from ..morph.gpu_data import DELTA_FORMATS
 from ..morph.state import SceneMorphPose
 from .morph_batch import FEW_DIRTY, MorphBatch  # noqa: F401  (FEW_DIRTY re-exported for tests)
@@ -101,9 +101,12 @@ class Draw:
     index_type: int            # VK_INDEX_TYPE_UINT32
     index_count: int
     first_index: int
-    world: np.ndarray          # (4, 4) float32 node world matrix, column vectors (M @ v)
+    world: np.ndarray          # (4, 4) float32 model matrix to draw with, column vectors (M @ v): the node's
+    #                            world matrix; identity for skinned primitives (the palette is world-space)
+    node_world: np.ndarray     # (4, 4) float32 the node's world matrix (also for skinned primitives)
     skin: int | None
-    joint_palette: np.ndarray | None  # (J, 4, 4) float32: inverse(node world) x joint world x inverse bind
+    joint_palette: np.ndarray | None  # (J, 4, 4) float32: joint world x inverse bind (glTF: the skinned mesh
+    #                                   node's own transform is ignored), so skinned vertices land in world space
     morphing: bool
 
 
@@ -144,7 +147,7 @@ class MorphRuntime:
         self.morphing: list[PrimitiveInstance] = []
         self._by_key: dict[tuple[int, int], PrimitiveInstance] = {}
         self._by_node: dict[int, list[int]] = {}  # node -> indices into morphing (= the batch's order)
-        self._owned: list[M.Buffer] = []
+        self._owner = Owner(ctx, "morph runtime")
         self._slot_version = [-1] * self.slots
         self._slot_pending: list[set[int]] = []
         self._last_serial = 0
@@ -164,8 +167,7 @@ class MorphRuntime:
         self._slot_pending = [set(range(len(self.morphing))) for _ in range(self.slots)]
 
     def _own(self, buf: M.Buffer) -> M.Buffer:
-        self._owned.append(buf)
-        return buf
+        return self._owner.own(buf)
 
     def _build(self) -> None:
         ctx, scene = self.ctx, self.scene
@@ -187,7 +189,7 @@ class MorphRuntime:
                     inst.vertex_buffer = self._own(M.device_buffer(ctx, prim.vertices, M.VERTEX | M.STORAGE,
                                                                    name=f"vertices n{node_i}p{p_i}"))
         if self.morphing:
-            self.batch = MorphBatch(ctx, self.morphing, self.pose, self.delta_format, self.slots)
+            self.batch = self._owner.own(MorphBatch(ctx, self.morphing, self.pose, self.delta_format, self.slots))
             self.gpu_bytes = self.batch.gpu_bytes
 
     @property
@@ -322,16 +324,26 @@ class MorphRuntime:
         """VkBuffer of uint32 triangle-list indices."""
         return self.instance(node, primitive).index_buffer.handle
 
-    def bounds(self, node: int | str, primitive: int = 0) -> np.ndarray:
-        """(2, 3) [min, max] of the primitive's morphed positions at the CURRENT weights, in mesh space (before
-        skinning and the node transform; ``vkmorph.morph.bounds.transform_box`` takes it to world space).
-        Conservative (contains every deformed vertex) and tight; CPU only, no readback (morph/bounds.py)."""
+    def bounds(self, node: int | str, primitive: int = 0, space: str = "mesh",
+               skeleton: Skeleton | None = None) -> np.ndarray:
+        """(2, 3) [min, max] of the primitive's vertices at the CURRENT weights: ``space="mesh"``: morphed, in
+        mesh space (before skinning and the node transform); ``"world"``: as drawn, skinned by ``skeleton``'s
+        current pose (default ``self.skeleton``) or moved by the node's world matrix. Conservative (contains
+        every deformed vertex) and tight; CPU only, no readback (morph/bounds.py). For framing, culling and
+        putting the ground under the posed model."""
+        if space not in ("mesh", "world"):
+            raise UsageError(f"space must be 'mesh' or 'world', got {space!r}")
         inst = self.instance(node, primitive)
         cb = self._cluster_bounds.get(id(inst.prim))
         if cb is None:
             cb = self._cluster_bounds[id(inst.prim)] = ClusterBounds(inst.prim)
         w = self.pose.weights(inst.node)[:inst.target_count] if inst.is_morphing else np.zeros(0)
-        return cb.at(w)
+        if space == "mesh":
+            return cb.at(w)
+        skel = skeleton if skeleton is not None else self.skeleton
+        if inst.prim.is_skinned:
+            return cb.at(w, skel.skin_matrices(inst.prim.skin))
+        return transform_box(cb.at(w), skel.world_matrices()[inst.node])
 
     def vertex_input(self, node: int | str, primitive: int = 0) -> VertexInput:
         return vertex_input_of(self.instance(node, primitive).prim.vertices.dtype)
@@ -346,13 +358,15 @@ class MorphRuntime:
         out = []
         for inst in self.instances:
             p = inst.prim
-            palette = skel.skin_matrices(p.skin, inst.node) if p.is_skinned else None
+            palette = skel.skin_matrices(p.skin) if p.is_skinned else None
+            node_world = world[inst.node].astype(np.float32)
             out.append(Draw(node=inst.node, node_name=self.scene.nodes[inst.node].name, primitive=inst.prim_index,
                             vertex_buffer=inst.vertex_buffer.handle, vertex_offset=self._offset(inst, slot),
                             vertex_count=p.vertex_count, vertex_input=vertex_input_of(p.vertices.dtype),
                             index_buffer=inst.index_buffer.handle, index_offset=0,
                             index_type=vk.VK_INDEX_TYPE_UINT32, index_count=inst.index_count, first_index=0,
-                            world=world[inst.node].astype(np.float32), skin=p.skin if p.is_skinned else None,
+                            world=np.eye(4, dtype=np.float32) if p.is_skinned else node_world,
+                            node_world=node_world, skin=p.skin if p.is_skinned else None,
                             joint_palette=palette, morphing=inst.is_morphing))
         return out
 
@@ -378,12 +392,7 @@ class MorphRuntime:
 
     # ------------------------------------------------------------------ teardown
     def _release(self) -> None:
-        for b in reversed(self._owned):
-            b.destroy()
-        self._owned.clear()
-        if self.batch is not None:
-            self.batch.destroy()
-            self.batch = None
+        self._owner.destroy()   # reverse creation order: the batch, then vertex and index buffers
 
     def destroy(self) -> None:
         """Release the runtime's GPU objects (idempotent). Work it recorded that the host has not yet reported
@@ -395,7 +404,7 @@ class MorphRuntime:
         self.instances.clear()
         self.morphing.clear()
         self._by_key.clear()
-        self.ctx.retire("morph runtime", self._release, self._last_serial)
+        self.ctx.retire("morph runtime", self._owner.destroy, self._last_serial)
 
     def __enter__(self) -> MorphRuntime:
         return self
