@@ -164,7 +164,7 @@ def test_sigterm_during_render_leaves_no_temporary(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "vkmorph", "render", str(asset(*CUBE)), "--size", "4096x4096",
                              "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "VKMORPH_VALIDATION": "0"})
-    time.sleep(1.5)
+    time.sleep(0.8)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     if proc.returncode == 0:
@@ -236,3 +236,25 @@ def test_make_demo_quotes_a_file_with_spaces():
     import shlex
 
     assert shlex.split(line)[-3:] == ["my models/a b.glb", "--frames", "3"]
+
+
+def test_sigterm_in_the_middle_of_a_write_removes_the_temporary(tmp_path):
+    """Deterministic: the CLI's SIGTERM handler fires while atomic_write is writing; nothing is left behind."""
+    code = """if True:
+        import os, signal, sys
+        from vkmorph.app import cli
+        from vkmorph.outputs import atomic_write
+        signal.signal(signal.SIGTERM, cli._on_sigterm)
+        def write(f):
+            f.write(b"partial" * 1000)
+            os.kill(os.getpid(), signal.SIGTERM)
+            f.write(b"never")
+        try:
+            atomic_write(sys.argv[1], write)
+        except cli._Terminated:
+            sys.exit(143)
+    """
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out.png")], capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode == 143, r.stderr
+    assert os.listdir(tmp_path) == []
