@@ -258,3 +258,16 @@ def test_sigterm_in_the_middle_of_a_write_removes_the_temporary(tmp_path):
                        cwd=ROOT, timeout=60)
     assert r.returncode == 143, r.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_bench_plot_without_matplotlib_refused_before_anything_runs(tmp_path):
+    code = """if True:
+        import sys
+        sys.modules["matplotlib"] = None          # as if not installed
+        from vkmorph.app import cli
+        sys.exit(cli.main(["bench", "--quick", "--json", sys.argv[1] + "/b.json", "--plot", sys.argv[1] + "/p.png"]))
+    """
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
+                       timeout=60)
+    assert_one_line_error(r, "needs matplotlib")
+    assert os.listdir(tmp_path) == []
