@@ -70,39 +70,32 @@ def synthetic_scene(prims: list[MeshPrimitiveAsset]) -> SceneAsset:
 
 
 class Timer:
-    """Two timestamps around recorded work; GPU milliseconds from the device's timestamp period."""
+    """Two timestamps around recorded work; GPU milliseconds (vkmorph.gpu.timestamps, shared with the demo)."""
 
     def __init__(self, ctx):
-        from ..gpu.vk import vk
+        from ..gpu.timestamps import Timestamps
 
-        self.ctx, self.vk = ctx, vk
-        self.pool = vk.vkCreateQueryPool(ctx.device, vk.VkQueryPoolCreateInfo(
-            queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=2), None)
-        self._key = ctx.track("timestamp query pool", self._release)
+        self.ctx = ctx
+        self.stamps = Timestamps(ctx, count=2)
 
     def time_ms(self, record, repeats: int, warmup: int = 3) -> float:
-        vk, ctx = self.vk, self.ctx
-        out = []
-        data = np.zeros(2, np.uint64)
+        from ..gpu.timestamps import BOTTOM, TOP
+
+        ts, out = self.stamps, []
         for i in range(warmup + repeats):
             def rec(cb):
-                vk.vkCmdResetQueryPool(cb, self.pool, 0, 2)
-                vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.pool, 0)
+                ts.reset(cb)
+                ts.write(cb, 0, 0, TOP)
                 record(cb)
-                vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.pool, 1)
-            ctx.submit_and_wait(rec)
-            vk.vkGetQueryPoolResults(ctx.device, self.pool, 0, 2, 16, vk.ffi.from_buffer(data), 8,
-                                     vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+                ts.write(cb, 1, 0, BOTTOM)
+            self.ctx.submit_and_wait(rec)
+            ms = ts.read_ms(0)
             if i >= warmup:
-                out.append(float(data[1] - data[0]) * ctx.info.timestamp_period_ns * 1e-6)
+                out.append(ms[0] if ms else float("nan"))
         return float(np.median(out))
 
-    def _release(self):
-        self.vk.vkDestroyQueryPool(self.ctx.device, self.pool, None)
-
     def destroy(self):
-        self._release()
-        self.ctx.untrack(self._key)
+        self.stamps.destroy()
 
 
 def copy_bandwidth(ctx, timer: Timer, nbytes: int, repeats: int) -> float:
