@@ -1,15 +1,11 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Skinned items: reads the morph pass output (or the static vertex buffer) as vertex input and the skinning
-// palette (skin matrices, one per joint) from a storage buffer.
+// palette (skin matrices, one per joint) from a storage buffer. Used by the shadow, forward and outline passes.
 #include "scene.glsl"
 #include "skinning.glsl"
 #include "gen/skinned_vertex.glsl"
-
-layout(location = 0) out vec3 outWorld;
-layout(location = 1) out vec3 outNormal;
-layout(location = 2) out vec2 outTexcoord;
-layout(location = 3) out float outHeat;
+#include "vertex_out.glsl"
 
 void main() {
     mat4 skin = blendJoints(palette.joints[inJoints.x], palette.joints[inJoints.y], palette.joints[inJoints.z],
@@ -18,14 +14,9 @@ void main() {
     vec3 n = inNormal;
     vec3 t = inTangent.xyz;
     skinVertex(skin, p, n, t);
-    vec4 world = item.model * vec4(p, 1.0);
-    outWorld = world.xyz;
-    outNormal = transpose(inverse(mat3(item.model))) * n;
-    outTexcoord = inTexcoord;
     float heat = 0.0;
     for (int k = 0; k < 4; ++k) {
-        if (int(inJoints[k]) == item.heatJoint) heat += inWeights[k];
+        heat += inWeights[k] * float(int(inJoints[k]) == item.heatJoint);   // no branch on a push constant
     }
-    outHeat = heat;
-    gl_Position = (item.pass == 1 ? frame.lightViewProj : frame.viewProj) * world;
+    emitVertex(p, n, vec4(t, inTangent.w), inTexcoord, heat);
 }

@@ -1,28 +1,23 @@
 """Rendering on lavapipe under validation: reference images and a shadow that moves with the light.
 
-Reference images live in tests/render/reference/. Tolerance: a pixel matches when every channel is within
-6/255; at least 99.5% of pixels must match and the mean absolute difference must stay below 1.0/255.
-Regenerate with VKMORPH_UPDATE_REFERENCES=1; on failure the render and a diff image are written to
-test-artifacts/.
+Reference images live in tests/render/reference/ (tests/render/scenes.py compares them). Tolerance: a pixel
+matches when every channel is within 6/255; at least 99.5% of pixels must match and the mean absolute difference
+must stay below 1.0/255. Regenerate with VKMORPH_UPDATE_REFERENCES=1 (and look at them); on failure the render
+and a diff image are written to test-artifacts/.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-from PIL import Image
 
-from tests.helpers import ROOT, asset
+from tests.helpers import asset
+from tests.render.scenes import compare_reference
 from vkmorph import load_scene
 from vkmorph.anim.player import AnimationPlayer
 
 pytestmark = pytest.mark.gpu
-REF = ROOT / "tests" / "render" / "reference"
-ARTIFACTS = ROOT / "test-artifacts"
 W, H = 200, 150
-CHANNEL_TOL, MATCH_FRACTION, MEAN_TOL = 6, 0.995, 1.0
 
 CASES = [("default_scene", None, "Wave", 1.0),
          ("robot_dance", ("RobotExpressive", "RobotExpressive.glb"), "Dance", 1.0),
@@ -51,22 +46,8 @@ def render(ctx, scene, clip, t, configure=None):
 def test_reference_image(ctx, name, src, clip, t):
     scene = load_scene(asset(*src) if src else None)
     img, _ = render(ctx, scene, clip, t)
-    ref_path = REF / f"{name}.png"
-    if os.environ.get("VKMORPH_UPDATE_REFERENCES") == "1" or not ref_path.exists():
-        if os.environ.get("VKMORPH_UPDATE_REFERENCES") != "1":
-            pytest.fail(f"no reference image {ref_path}; run with VKMORPH_UPDATE_REFERENCES=1")
-        Image.fromarray(img, "RGBA").save(ref_path)
-        pytest.skip(f"reference {ref_path.name} regenerated")
-    ref = np.asarray(Image.open(ref_path).convert("RGBA"))
-    diff = np.abs(img.astype(np.int16) - ref.astype(np.int16))
-    match = (diff.max(axis=2) <= CHANNEL_TOL).mean()
-    mean = diff.mean()
-    if match < MATCH_FRACTION or mean > MEAN_TOL:
-        ARTIFACTS.mkdir(exist_ok=True)
-        Image.fromarray(img, "RGBA").save(ARTIFACTS / f"{name}.png")
-        Image.fromarray(np.clip(diff[..., :3] * 8, 0, 255).astype(np.uint8), "RGB").save(ARTIFACTS / f"{name}-diff.png")
-        pytest.fail(f"{name}: {match:.4f} of pixels within {CHANNEL_TOL}/255 (need {MATCH_FRACTION}), mean diff "
-                    f"{mean:.3f} (max {MEAN_TOL}); see {ARTIFACTS}")
+    problem = compare_reference(name, img)
+    assert problem is None, problem
     assert img[..., :3].std() > 10, "blank image"
 
 

@@ -140,8 +140,10 @@ class DemoWindow:
             self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
                                       sine=self.default_scene)
             self.panel = self._make_panel()
+            # multisampled colour + depth-stencil per swapchain size, resolved into the swapchain image
             self.presenter.attach(self.renderer.forward_pass,
-                                  self.panel.renderer.render_pass if self.panel is not None else None)
+                                  self.panel.renderer.render_pass if self.panel is not None else None,
+                                  create_targets=self.renderer.create_targets)
             self._loop(glfw)
         finally:
             try:
@@ -352,7 +354,7 @@ class DemoWindow:
         frame = pr.begin_frame()
         if frame is None:
             return None
-        r.update(frame.slot, frame.width / frame.height)
+        r.update(frame.slot, frame.width / frame.height, frame.width, frame.height)
         counters = r.record(frame.cb, frame.slot, frame.framebuffer, frame.width, frame.height,
                             after_morph=lambda c: pr.timestamps.write(c, 1, frame.slot, COMPUTE))
         if self.panel is not None and self._draw_data is not None:

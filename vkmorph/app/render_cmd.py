@@ -6,6 +6,8 @@ Arguments are checked before any GPU work; the PNG is written atomically, nothin
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..asset.importer import load_scene
@@ -42,6 +44,8 @@ def run_render(args) -> int:
                 player.apply(min(max(args.time, 0.0), clip.duration))
                 off.renderer.reframe()
             rgba = off.render()
+            for line in off.warnings:  # bad material data: rendered without it, exit status stays 0
+                print(f"vkmorph: warning: {line}", file=sys.stderr)
             off.destroy()
         finally:
             ctx.destroy()

@@ -359,17 +359,14 @@ class _Validator:
     # ------------------------------------------------------------------ materials, textures, images
     def materials(self) -> None:
         d = self.doc
+        # Texture, image and sampler references that point nowhere are bad material data, not bad geometry: the
+        # model still renders, and asset/materials.py reports each as a one-line warning naming the material.
         for m_i, m in enumerate(d.array("materials")):
             for where, ref in _texture_refs(m, f"materials[{m_i}]"):
                 if not isinstance(ref, dict):
                     raise self.err(where, "must be an object")
-                self.index(ref.get("index"), "textures", f"{where}.index")
         for t_i in range(len(d.array("textures"))):
-            tex = d.item("textures", t_i)
-            if "source" in tex:
-                self.index(tex["source"], "images", f"textures[{t_i}].source")
-            if "sampler" in tex:
-                self.index(tex["sampler"], "samplers", f"textures[{t_i}].sampler")
+            d.item("textures", t_i)
         for i_i in range(len(d.array("images"))):
             img = d.item("images", i_i)
             if "bufferView" in img:

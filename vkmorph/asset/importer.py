@@ -21,6 +21,14 @@ from .gltf import GltfDocument
 from .gltf_animation import gltf_animations
 from .gltf_validate import validate_gltf
 from .isolate import can_isolate, run_isolated
+from .materials import (
+    Material,
+    assimp_embedded_images,
+    assimp_material,
+    gltf_materials,
+    match_gltf_materials,
+    sanitized_gltf_json,
+)
 from .model import (
     SKINNED_VERTEX,
     STATIC_VERTEX,
@@ -138,6 +146,8 @@ def import_with_assimp(file: str, animations: bool = True) -> SceneAsset:
     ``animations=False`` leaves the clips to the caller (glTF: read from the file itself)."""
     lib = _assimp()
     ptr = lib.load(os.fsencode(file), IMPORT_FLAGS)  # aiImportFile(path, flags)
+    if not ptr and is_gltf(Path(file)):
+        ptr = _load_sanitized(lib, Path(file))
     if not ptr:
         msg = (lib.dll.aiGetErrorString() or b"unknown error").decode(errors="replace").strip()
         raise AssetError(f"Assimp cannot import it: {msg.splitlines()[0] if msg else 'unknown error'}", file=file)
@@ -154,6 +164,48 @@ def import_with_assimp(file: str, animations: bool = True) -> SceneAsset:
     return scene
 
 
+def _load_sanitized(lib, path: Path):
+    """Assimp rejects a whole glTF file for one out-of-range texture index; import a copy without the bad
+    references (next to the original, so relative buffer and image URIs resolve). The materials, read from the
+    original, report what was dropped. None when the file has no such references or the copy cannot be made."""
+    import json
+    import os
+    import tempfile
+
+    try:
+        doc = sanitized_gltf_json(path)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    if doc is None or path.suffix.lower() != ".gltf":
+        return None
+    try:
+        fd, tmp = tempfile.mkstemp(suffix=".gltf", prefix=".vkmorph-", dir=path.parent)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh)
+        return lib.load(tmp.encode(), IMPORT_FLAGS)
+    finally:
+        os.unlink(tmp)
+
+
+def _materials(raw, file: str) -> tuple[list[Material], Material]:
+    """Materials by Assimp material index, and the one for primitives without a material."""
+    if is_gltf(Path(file)):
+        try:
+            gltf = gltf_materials(file)
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            gltf = None  # unreadable JSON was already accepted by Assimp; fall back to what Assimp read
+        if gltf is not None:
+            default = Material()   # glTF's default material (metallic 1, roughness 1)
+            matched = match_gltf_materials([raw.mMaterials[i].contents for i in range(raw.mNumMaterials)], gltf)
+            return [m if m is not None else default for m in matched], default
+    embedded = assimp_embedded_images(raw)
+    mats = [assimp_material(raw.mMaterials[i].contents, file, embedded, i) for i in range(raw.mNumMaterials)]
+    return mats, Material.plain((0.8, 0.8, 0.8, 1.0))
+
+
 # ---------------------------------------------------------------------------------------------- conversion
 def _convert(raw, file: str, animations: bool = True) -> SceneAsset:
     nodes, node_meshes, roots = _nodes(raw.mRootNode)
@@ -164,11 +216,14 @@ def _convert(raw, file: str, animations: bool = True) -> SceneAsset:
     prims: list[MeshPrimitiveAsset] = []
     pending_skins: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     colors = [_base_color(raw.mMaterials[i].contents) for i in range(raw.mNumMaterials)]
+    materials, default_material = _materials(raw, file)
     for m_i in range(raw.mNumMeshes):
         mesh = raw.mMeshes[m_i].contents
         prim = _primitive(mesh, m_i, file, name_to_node, pending_skins)
         if mesh.mMaterialIndex < len(colors) and colors[mesh.mMaterialIndex] is not None:
             prim.base_color = colors[mesh.mMaterialIndex]
+        prim.material = materials[mesh.mMaterialIndex] if mesh.mMaterialIndex < len(materials) \
+            else default_material
         prims.append(prim)
 
     # One MeshAsset per distinct list of aiMeshes a node instances (a glTF mesh = its primitives).
@@ -315,8 +370,7 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
     file_normals = A.vec3_array(mesh.mNormals, V)
     computed_normals = area_weighted_normals(pos, indices)   # also the base of derived target normal deltas
     normals = file_normals if file_normals is not None else computed_normals.astype(np.float32)
-    uv3 = A.vec3_array(mesh.mTextureCoords[0], V)
-    uv = uv3[:, :2] if uv3 is not None else None
+    uv = _texcoords(mesh, 0, V)
     file_tangents = A.vec3_array(mesh.mTangents, V)
     if file_tangents is not None:
         bit = A.vec3_array(mesh.mBitangents, V)
@@ -325,7 +379,10 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
             w = np.where(np.sum(np.cross(normals, file_tangents) * bit, axis=1) < 0, -1.0, 1.0)
         tangents = np.concatenate([file_tangents, w[:, None]], axis=1).astype(np.float32)
     else:
-        tangents = vertex_tangents(pos, normals, uv, indices)
+        # glTF's (MikkTSpace's) bitangent points up the image, i.e. along -v in these coordinates: derive the
+        # tangent frame from v-up coordinates so handedness w comes out as the spec's cross(N, T) * w
+        uv_up = None if uv is None else np.stack([uv[:, 0], 1.0 - uv[:, 1]], axis=1)
+        tangents = vertex_tangents(pos, normals, uv_up, indices)
 
     bones = A.bones_of(mesh)
     dtype = SKINNED_VERTEX if bones else STATIC_VERTEX
@@ -337,6 +394,13 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
         verts["texcoord"] = uv
 
     prim = MeshPrimitiveAsset(vertices=verts, indices=indices, name=name)
+    if mesh.mColors[0]:  # COLOR_0 (assimp normalizes integer colours to float)
+        rgba = np.frombuffer(ctypes.cast(mesh.mColors[0], ctypes.POINTER(ctypes.c_float * (4 * V))).contents,
+                             np.float32).reshape(V, 4).copy()
+        if not rgba[:, 3].any():
+            rgba[:, 3] = 1.0  # assimp 5.2.5 leaves alpha 0 for three-component colours
+        prim.colors = np.clip(np.nan_to_num(rgba, nan=1.0), 0.0, 1.0)
+    prim.texcoord1 = _texcoords(mesh, 1, V)
     if bones:
         joints, ibm, prim.truncated_influences = _skin(bones, verts, name_to_node, where)
         pending_skins[m_i] = (joints, ibm)
@@ -367,6 +431,17 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
     prim.morph_targets = targets
     prim.default_weights = np.array(weights, np.float32) if targets else None
     return prim
+
+
+def _texcoords(mesh, channel: int, V: int) -> np.ndarray | None:
+    """UV set ``channel`` with v pointing down the image (glTF's and Vulkan's convention: v = 0 is the first
+    row). Assimp hands out OpenGL's v-up coordinates (it flips glTF's), so v is flipped back here."""
+    uv3 = A.vec3_array(mesh.mTextureCoords[channel], V)
+    if uv3 is None:
+        return None
+    uv = np.ascontiguousarray(uv3[:, :2])
+    uv[:, 1] = 1.0 - uv[:, 1]
+    return uv
 
 
 def _rigid_joint(prim, joints, ibm, node_meshes, key):

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .materials import Material
+
 STATIC_VERTEX = np.dtype([("position", "<f4", 3), ("normal", "<f4", 3), ("tangent", "<f4", 4),
                           ("texcoord", "<f4", 2)])
 SKINNED_VERTEX = np.dtype([("position", "<f4", 3), ("normal", "<f4", 3), ("tangent", "<f4", 4),
@@ -45,6 +47,9 @@ class MeshPrimitiveAsset:
     base_color: tuple[float, float, float, float] = (0.8, 0.8, 0.8, 1.0)
     name: str = ""
     truncated_influences: int = 0             # vertices that had more than four non-zero influences
+    material: Material | None = None          # None: the renderer uses base_color as a plain dielectric
+    colors: np.ndarray | None = None          # (V, 4) float32 linear RGBA (COLOR_0), never morphed
+    texcoord1: np.ndarray | None = None       # (V, 2) float32 (TEXCOORD_1), never morphed
     unweighted_vertices: int = 0              # vertices of a skinned primitive with no influence: imported rigid
                                               # with the mesh node (through an added joint, see importer)
 

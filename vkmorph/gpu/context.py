@@ -167,6 +167,7 @@ class Context:
         self._echo = False
         self._extra_instance_extensions: list[str] = []
         self._extra_device_extensions: list[str] = []
+        self.max_anisotropy = 0.0   # > 0 when samplerAnisotropy was enabled on a device vkmorph created
         self.pipeline_cache = None       # the host's VkPipelineCache (or None)
         self.allocator = None            # memory.Allocator, made with the first buffer
         self._set_name_fn = None         # vkSetDebugUtilsObjectNameEXT when debug utils are enabled
@@ -424,7 +425,12 @@ class Context:
         if missing:
             raise GpuError(f"the device lacks extensions {missing}")
         exts = list(self._extra_device_extensions)
-        features = vk.VkPhysicalDeviceFeatures()
+        offered = vk.vkGetPhysicalDeviceFeatures(self.physical_device)
+        # anisotropic texture filtering where the device offers it (samplers read ctx.max_anisotropy)
+        features = vk.VkPhysicalDeviceFeatures(samplerAnisotropy=offered.samplerAnisotropy)
+        if offered.samplerAnisotropy:
+            limits = vk.vkGetPhysicalDeviceProperties(self.physical_device).limits
+            self.max_anisotropy = float(min(16.0, limits.maxSamplerAnisotropy))
         device_ci = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[queue_ci],
                                           enabledExtensionCount=len(exts), ppEnabledExtensionNames=exts,
                                           pEnabledFeatures=features)

@@ -35,8 +35,9 @@ def allocate_set(ctx: Context, pool, layout):
     return call("vkAllocateDescriptorSets", ctx.device, info)[0]
 
 
-def write_buffer(ctx: Context, dset, binding: int, dtype: int, buffer_handle) -> None:
-    info = [vk.VkDescriptorBufferInfo(buffer=buffer_handle, offset=0, range=WHOLE_SIZE)]
+def write_buffer(ctx: Context, dset, binding: int, dtype: int, buffer_handle, offset: int = 0,
+                 size: int = WHOLE_SIZE) -> None:
+    info = [vk.VkDescriptorBufferInfo(buffer=buffer_handle, offset=offset, range=size)]
     w = vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=binding, descriptorCount=1, descriptorType=dtype,
                                 pBufferInfo=info)
     vk.vkUpdateDescriptorSets(ctx.device, 1, [w], 0, None)
@@ -49,73 +50,99 @@ def write_image(ctx: Context, dset, binding: int, view, sampler, layout: int) ->
     vk.vkUpdateDescriptorSets(ctx.device, 1, [w], 0, None)
 
 
-def _attachment(fmt: int, store: bool, final_layout: int):
-    """Single-sample attachment cleared at load, stencil unused, contents discarded on entry."""
+def _attachment(fmt: int, store: bool, final_layout: int, samples: int = 1, clear: bool = True):
+    """An attachment cleared at load (or not loaded), stencil cleared with depth, contents discarded on entry."""
+    load = vk.VK_ATTACHMENT_LOAD_OP_CLEAR if clear else vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE
     return vk.VkAttachmentDescription(
-        format=fmt, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
+        format=fmt, samples=samples, loadOp=load,
         storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE if store else vk.VK_ATTACHMENT_STORE_OP_DONT_CARE,
-        stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE, stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE,
+        stencilLoadOp=load, stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE,
         initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, finalLayout=final_layout)
 
 
+# ------------------------------------------------------------------------------ named subpass dependencies
+# Like gpu/barriers.py for pipeline barriers: each render-pass dependency is named for what it orders.
+_DEPTH_STAGES = vk.VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT | vk.VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT
+_DEPTH_ACCESS = vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT
+_ATTACHMENT_STAGES = vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | _DEPTH_STAGES
+
+
+def shadow_sampling_to_depth_write():
+    """The previous frame's forward pass must be done sampling the shadow map before this frame writes it."""
+    return vk.VkSubpassDependency(srcSubpass=vk.VK_SUBPASS_EXTERNAL, dstSubpass=0,
+                                  srcStageMask=vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | _DEPTH_STAGES,
+                                  dstStageMask=_DEPTH_STAGES, srcAccessMask=_DEPTH_ACCESS,
+                                  dstAccessMask=_DEPTH_ACCESS)
+
+
+def depth_write_to_fragment_sampling():
+    """The forward pass samples the shadow map this pass wrote."""
+    return vk.VkSubpassDependency(srcSubpass=0, dstSubpass=vk.VK_SUBPASS_EXTERNAL, srcStageMask=_DEPTH_STAGES,
+                                  dstStageMask=vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT,
+                                  srcAccessMask=vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT,
+                                  dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT)
+
+
+def previous_frame_to_attachment_writes():
+    """Earlier use of the attachments (writes, the MSAA resolve, the readback copy, presentation via the acquire
+    semaphore at COLOR_ATTACHMENT_OUTPUT) before this frame clears and writes them."""
+    return vk.VkSubpassDependency(
+        srcSubpass=vk.VK_SUBPASS_EXTERNAL, dstSubpass=0,
+        srcStageMask=_ATTACHMENT_STAGES | vk.VK_PIPELINE_STAGE_TRANSFER_BIT, dstStageMask=_ATTACHMENT_STAGES,
+        srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT,
+        dstAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | vk.VK_ACCESS_COLOR_ATTACHMENT_READ_BIT
+        | _DEPTH_ACCESS)
+
+
+def resolved_color_to_transfer_read():
+    """The offscreen readback copies the finished (resolved) image."""
+    return vk.VkSubpassDependency(srcSubpass=0, dstSubpass=vk.VK_SUBPASS_EXTERNAL,
+                                  srcStageMask=vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                                  dstStageMask=vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                  srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+                                  dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT)
+
+
+def _render_pass(ctx: Context, group: ObjectGroup, attachments: list, sub, deps: list):
+    info = vk.VkRenderPassCreateInfo(attachmentCount=len(attachments), pAttachments=attachments, subpassCount=1,
+                                     pSubpasses=[sub], dependencyCount=len(deps), pDependencies=deps)
+    return group.add(vk.vkDestroyRenderPass, call("vkCreateRenderPass", ctx.device, info, None))
+
+
 def shadow_render_pass(ctx: Context, group: ObjectGroup, depth_format: int):
-    """Depth-only pass. Its dependencies order last frame's shadow-map sampling before this frame's depth
-    writes (WAR) and this pass's depth writes before the forward pass samples the map (RAW)."""
+    """Depth-only pass: shadow_sampling_to_depth_write (WAR) and depth_write_to_fragment_sampling (RAW)."""
     att = _attachment(depth_format, True, vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
     ref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
     sub = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,
                                   pDepthStencilAttachment=[ref])
-    depth_stages = vk.VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT | vk.VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT
-    depth_access = (vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT
-                    | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT)
-    deps = [
-        # shadow_sampling_to_depth_write: the previous frame's forward pass must be done reading the map
-        vk.VkSubpassDependency(srcSubpass=vk.VK_SUBPASS_EXTERNAL, dstSubpass=0,
-                               srcStageMask=vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | depth_stages,
-                               dstStageMask=depth_stages, srcAccessMask=depth_access,
-                               dstAccessMask=depth_access),
-        # depth_write_to_fragment_sampling: the forward pass samples what this pass wrote
-        vk.VkSubpassDependency(srcSubpass=0, dstSubpass=vk.VK_SUBPASS_EXTERNAL,
-                               srcStageMask=depth_stages, dstStageMask=vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT,
-                               srcAccessMask=vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT,
-                               dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT),
-    ]
-    info = vk.VkRenderPassCreateInfo(attachmentCount=1, pAttachments=[att], subpassCount=1, pSubpasses=[sub],
-                                     dependencyCount=len(deps), pDependencies=deps)
-    return group.add(vk.vkDestroyRenderPass, call("vkCreateRenderPass", ctx.device, info, None))
+    return _render_pass(ctx, group, [att], sub, [shadow_sampling_to_depth_write(),
+                                                 depth_write_to_fragment_sampling()])
 
 
 def forward_render_pass(ctx: Context, group: ObjectGroup, color_format: int, depth_format: int,
-                        color_final_layout: int):
-    """Colour + depth. ``color_final_layout`` is TRANSFER_SRC_OPTIMAL (offscreen readback) or PRESENT_SRC_KHR."""
-    color = _attachment(color_format, True, color_final_layout)
-    depth = _attachment(depth_format, False, vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+                        color_final_layout: int, samples: int = 1):
+    """Colour + depth(-stencil), one subpass (opaque, masked, blended, outline draws).
+
+    ``color_final_layout`` is TRANSFER_SRC_OPTIMAL (offscreen readback) or PRESENT_SRC_KHR. With ``samples`` > 1
+    the attachments are: 0 multisampled colour (not stored), 1 multisampled depth, 2 the single-sample target
+    the subpass resolves into; framebuffers list their views in that order. With 1 sample: 0 target, 1 depth."""
+    depth = _attachment(depth_format, False, vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL, samples)
     cref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
     dref = vk.VkAttachmentReference(attachment=1, layout=vk.VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
-    sub = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS, colorAttachmentCount=1,
-                                  pColorAttachments=[cref], pDepthStencilAttachment=[dref])
-    stages = (vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | vk.VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT
-              | vk.VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT)
-    access = (vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT
-              | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT)
-    deps = [
-        # previous_frame_to_attachment_writes: earlier use of the attachments (writes, readback copy,
-        # presentation via the acquire semaphore at COLOR_ATTACHMENT_OUTPUT) before this frame writes them
-        vk.VkSubpassDependency(srcSubpass=vk.VK_SUBPASS_EXTERNAL, dstSubpass=0,
-                               srcStageMask=stages | vk.VK_PIPELINE_STAGE_TRANSFER_BIT, dstStageMask=stages,
-                               srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT
-                               | vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT,
-                               dstAccessMask=access),
-        # color_write_to_transfer_read: the offscreen readback copies the finished image
-        vk.VkSubpassDependency(srcSubpass=0, dstSubpass=vk.VK_SUBPASS_EXTERNAL,
-                               srcStageMask=vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
-                               dstStageMask=vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                               srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
-                               dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT),
-    ]
-    info = vk.VkRenderPassCreateInfo(attachmentCount=2, pAttachments=[color, depth], subpassCount=1,
-                                     pSubpasses=[sub], dependencyCount=len(deps), pDependencies=deps)
-    return group.add(vk.vkDestroyRenderPass, call("vkCreateRenderPass", ctx.device, info, None))
+    if samples > 1:
+        color = _attachment(color_format, False, vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, samples)
+        target = _attachment(color_format, True, color_final_layout, clear=False)
+        rref = vk.VkAttachmentReference(attachment=2, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
+        attachments = [color, depth, target]
+        sub = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS, colorAttachmentCount=1,
+                                      pColorAttachments=[cref], pResolveAttachments=[rref],
+                                      pDepthStencilAttachment=[dref])
+    else:
+        attachments = [_attachment(color_format, True, color_final_layout), depth]
+        sub = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS, colorAttachmentCount=1,
+                                      pColorAttachments=[cref], pDepthStencilAttachment=[dref])
+    return _render_pass(ctx, group, attachments, sub, [previous_frame_to_attachment_writes(),
+                                                       resolved_color_to_transfer_read()])
 
 
 def framebuffer(ctx: Context, group: ObjectGroup, render_pass, views: Sequence, width: int, height: int):
@@ -124,18 +151,38 @@ def framebuffer(ctx: Context, group: ObjectGroup, render_pass, views: Sequence, 
     return group.add(vk.vkDestroyFramebuffer, call("vkCreateFramebuffer", ctx.device, info, None))
 
 
+STENCIL_NONE, STENCIL_WRITE, STENCIL_OUTSIDE = 0, 1, 2
+
+
 @dataclass
 class PipelineSpec:
     vertex_shader: str
     fragment_shader: str | None
     stride: int
-    attributes: Sequence[tuple[int, int, int]]  # (location, VkFormat, offset)
+    attributes: Sequence[tuple[int, int, int]]  # (location, VkFormat, offset) of binding 0
     depth_bias: bool = False
     color: bool = True
+    extra_stride: int = 0                        # binding 1 (per-vertex colour, TEXCOORD_1), 0 = none
+    extra_attributes: Sequence[tuple[int, int, int]] = ()
+    samples: int = 1
+    cull_back: bool = False                      # single-sided materials
+    clockwise: bool = False                      # mirrored nodes (negative determinant) flip the winding
+    blend: bool = False                          # alpha blending, no depth writes
+    depth_test: bool = True
+    stencil: int = STENCIL_NONE                  # WRITE: reference where drawn; OUTSIDE: draw where != reference
+
+
+def _stencil_state(mode: int):
+    keep, rep = vk.VK_STENCIL_OP_KEEP, vk.VK_STENCIL_OP_REPLACE
+    if mode == STENCIL_WRITE:
+        return vk.VkStencilOpState(failOp=keep, passOp=rep, depthFailOp=keep, compareOp=vk.VK_COMPARE_OP_ALWAYS,
+                                   compareMask=0xFF, writeMask=0xFF, reference=0)
+    return vk.VkStencilOpState(failOp=keep, passOp=keep, depthFailOp=keep, compareOp=vk.VK_COMPARE_OP_NOT_EQUAL,
+                               compareMask=0xFF, writeMask=0, reference=0)
 
 
 def graphics_pipeline(ctx: Context, group: ObjectGroup, spec: PipelineSpec, layout, render_pass):
-    """Triangle list, dynamic viewport/scissor, depth test LESS, no culling (open meshes and two-sided cloth)."""
+    """Triangle list, dynamic viewport/scissor (and stencil reference), depth test LESS."""
     modules = [create_shader_module(ctx, spec.vertex_shader)]
     try:
         stages = [vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_VERTEX_BIT, module=modules[0],
@@ -144,32 +191,50 @@ def graphics_pipeline(ctx: Context, group: ObjectGroup, spec: PipelineSpec, layo
             modules.append(create_shader_module(ctx, spec.fragment_shader))
             stages.append(vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_FRAGMENT_BIT,
                                                              module=modules[1], pName="main"))
-        binding = vk.VkVertexInputBindingDescription(binding=0, stride=spec.stride,
-                                                     inputRate=vk.VK_VERTEX_INPUT_RATE_VERTEX)
+        bindings = [vk.VkVertexInputBindingDescription(binding=0, stride=spec.stride,
+                                                       inputRate=vk.VK_VERTEX_INPUT_RATE_VERTEX)]
         attrs = [vk.VkVertexInputAttributeDescription(location=loc, binding=0, format=fmt, offset=off)
                  for loc, fmt, off in spec.attributes]
-        vin = vk.VkPipelineVertexInputStateCreateInfo(vertexBindingDescriptionCount=1,
-                                                      pVertexBindingDescriptions=[binding],
+        if spec.extra_stride:
+            bindings.append(vk.VkVertexInputBindingDescription(binding=1, stride=spec.extra_stride,
+                                                               inputRate=vk.VK_VERTEX_INPUT_RATE_VERTEX))
+            attrs += [vk.VkVertexInputAttributeDescription(location=loc, binding=1, format=fmt, offset=off)
+                      for loc, fmt, off in spec.extra_attributes]
+        vin = vk.VkPipelineVertexInputStateCreateInfo(vertexBindingDescriptionCount=len(bindings),
+                                                      pVertexBindingDescriptions=bindings,
                                                       vertexAttributeDescriptionCount=len(attrs),
                                                       pVertexAttributeDescriptions=attrs)
         ia = vk.VkPipelineInputAssemblyStateCreateInfo(topology=vk.VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST)
         vp = vk.VkPipelineViewportStateCreateInfo(viewportCount=1, scissorCount=1)
         rs = vk.VkPipelineRasterizationStateCreateInfo(
-            polygonMode=vk.VK_POLYGON_MODE_FILL, cullMode=vk.VK_CULL_MODE_NONE,
-            frontFace=vk.VK_FRONT_FACE_COUNTER_CLOCKWISE, lineWidth=1.0,
-            depthBiasEnable=vk.VK_TRUE if spec.depth_bias else vk.VK_FALSE,
+            polygonMode=vk.VK_POLYGON_MODE_FILL,
+            cullMode=vk.VK_CULL_MODE_BACK_BIT if spec.cull_back else vk.VK_CULL_MODE_NONE,
+            frontFace=vk.VK_FRONT_FACE_CLOCKWISE if spec.clockwise else vk.VK_FRONT_FACE_COUNTER_CLOCKWISE,
+            lineWidth=1.0, depthBiasEnable=vk.VK_TRUE if spec.depth_bias else vk.VK_FALSE,
             depthBiasConstantFactor=1.25 if spec.depth_bias else 0.0,
             depthBiasSlopeFactor=1.75 if spec.depth_bias else 0.0)
-        ms = vk.VkPipelineMultisampleStateCreateInfo(rasterizationSamples=vk.VK_SAMPLE_COUNT_1_BIT)
-        ds = vk.VkPipelineDepthStencilStateCreateInfo(depthTestEnable=vk.VK_TRUE, depthWriteEnable=vk.VK_TRUE,
-                                                      depthCompareOp=vk.VK_COMPARE_OP_LESS)
+        ms = vk.VkPipelineMultisampleStateCreateInfo(rasterizationSamples=spec.samples)
+        stencil = _stencil_state(spec.stencil)
+        ds = vk.VkPipelineDepthStencilStateCreateInfo(
+            depthTestEnable=vk.VK_TRUE if spec.depth_test else vk.VK_FALSE,
+            depthWriteEnable=vk.VK_FALSE if spec.blend or not spec.depth_test else vk.VK_TRUE,
+            depthCompareOp=vk.VK_COMPARE_OP_LESS,
+            stencilTestEnable=vk.VK_TRUE if spec.stencil != STENCIL_NONE else vk.VK_FALSE,
+            front=stencil, back=stencil)
         blend_att = vk.VkPipelineColorBlendAttachmentState(
-            blendEnable=vk.VK_FALSE, colorWriteMask=vk.VK_COLOR_COMPONENT_R_BIT | vk.VK_COLOR_COMPONENT_G_BIT
+            blendEnable=vk.VK_TRUE if spec.blend else vk.VK_FALSE,
+            srcColorBlendFactor=vk.VK_BLEND_FACTOR_SRC_ALPHA,
+            dstColorBlendFactor=vk.VK_BLEND_FACTOR_ONE_MINUS_SRC_ALPHA,
+            colorBlendOp=vk.VK_BLEND_OP_ADD, srcAlphaBlendFactor=vk.VK_BLEND_FACTOR_ONE,
+            dstAlphaBlendFactor=vk.VK_BLEND_FACTOR_ONE_MINUS_SRC_ALPHA, alphaBlendOp=vk.VK_BLEND_OP_ADD,
+            colorWriteMask=vk.VK_COLOR_COMPONENT_R_BIT | vk.VK_COLOR_COMPONENT_G_BIT
             | vk.VK_COLOR_COMPONENT_B_BIT | vk.VK_COLOR_COMPONENT_A_BIT)
         cb = vk.VkPipelineColorBlendStateCreateInfo(attachmentCount=1 if spec.color else 0,
                                                     pAttachments=[blend_att] if spec.color else None)
         dyn_states = [vk.VK_DYNAMIC_STATE_VIEWPORT, vk.VK_DYNAMIC_STATE_SCISSOR]
-        dyn = vk.VkPipelineDynamicStateCreateInfo(dynamicStateCount=2, pDynamicStates=dyn_states)
+        if spec.stencil != STENCIL_NONE:
+            dyn_states.append(vk.VK_DYNAMIC_STATE_STENCIL_REFERENCE)
+        dyn = vk.VkPipelineDynamicStateCreateInfo(dynamicStateCount=len(dyn_states), pDynamicStates=dyn_states)
         info = vk.VkGraphicsPipelineCreateInfo(
             stageCount=len(stages), pStages=stages, pVertexInputState=vin, pInputAssemblyState=ia,
             pViewportState=vp, pRasterizationState=rs, pMultisampleState=ms, pDepthStencilState=ds,

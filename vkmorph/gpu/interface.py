@@ -141,10 +141,11 @@ class VertexAttribute:
 _FORMAT_SUFFIX = {"f": "SFLOAT", "u": "UINT", "i": "SINT"}
 
 
-def vertex_attributes(dtype: np.dtype) -> list[VertexAttribute]:
-    """One attribute per field of a vertex dtype, location = field order (``inPosition`` at location 0, ...)."""
+def vertex_attributes(dtype: np.dtype, first_location: int = 0) -> list[VertexAttribute]:
+    """One attribute per field of a vertex dtype, location = first_location + field order (``inPosition`` at
+    location 0, ...)."""
     out = []
-    for loc, name in enumerate(dtype.names):
+    for loc, name in enumerate(dtype.names, first_location):
         sub, off = dtype.fields[name][:2]
         n = int(np.prod(sub.shape)) if sub.shape else 1
         fmt = "VK_FORMAT_" + "".join(f"{c}32" for c in "RGBA"[:n]) + "_" + _FORMAT_SUFFIX[sub.base.kind]
@@ -163,6 +164,7 @@ class ShaderInterface:
     push: PushConstants | None = None
     local_size: int | None = None            # compute: local_size_x
     vertex: np.dtype | None = None           # vertex inputs: one attribute per field
+    vertex_location: int = 0                 # location of the first field (a second vertex binding)
     constants: tuple[tuple[str, str, float | int], ...] = ()   # (GLSL type, NAME, value)
 
     def __getitem__(self, name: str) -> Binding:
@@ -207,7 +209,7 @@ class ShaderInterface:
         return (count + self.local_size - 1) // self.local_size
 
     def vertex_attributes(self) -> list[VertexAttribute]:
-        return vertex_attributes(self.vertex) if self.vertex is not None else []
+        return vertex_attributes(self.vertex, self.vertex_location) if self.vertex is not None else []
 
 
 # ---------------------------------------------------------------------------------------------------- structs
@@ -226,8 +228,14 @@ SKIN_CAPTURE_PUSH = np.dtype([(n, "<u4") for n in ("vertex_count", "stride_words
                                                    "weights_offset")])
 COPY_PUSH = np.dtype([("count", "<u4"), ("xor_mask", "<u4")])
 FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
-                      ("camera_pos", "<f4", 4), ("ambient", "<f4", 4)])
-ITEM_PUSH = np.dtype([("model", "<f4", 16), ("base_color", "<f4", 4), ("pass", "<i4"), ("heat_joint", "<i4")])
+                      ("camera_pos", "<f4", 4), ("sky", "<f4", 4), ("ground", "<f4", 4), ("viewport", "<f4", 4),
+                      ("outline_color", "<f4", 4)])
+ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4")])
+MATERIAL_UBO = np.dtype([("base_color", "<f4", 4), ("emissive", "<f4", 4), ("params", "<f4", 4),
+                         ("modes", "<i4", 4)])
+# binding 1 of every graphics pipeline: per-vertex data that is never morphed (COLOR_0, TEXCOORD_1)
+EXTRA_VERTEX = np.dtype([("color", "<f4", 4), ("texcoord1", "<f4", 2)])
+EXTRA_VERTEX_LOCATION = 6    # after the skinned vertex's six attributes
 
 # ---------------------------------------------------------------------------------------------------- compute
 MORPH_LOCAL_SIZE = 64
@@ -288,30 +296,50 @@ COPY = ShaderInterface(
 # ---------------------------------------------------------------------------------------------------- graphics
 SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows with the light's grazing angle)
 _VF = (VERTEX, FRAGMENT)
+_F = (FRAGMENT,)
 SCENE = ShaderInterface(
-    "scene", ("skin.vert", "static.vert", "forward.frag"),
-    "graphics pipelines: set 0 per frame (shadow map, frame constants), set 1 per item (skinning palette)",
-    bindings=(Binding("shadow_map", 0, SAMPLER, (FRAGMENT,), "sampler2DShadow"),
+    "scene", ("skin.vert", "static.vert", "forward.frag", "outline.frag", "shadow_mask.frag"),
+    "graphics pipelines: set 0 per frame (shadow map, frame constants), set 1 per item (skinning palette), "
+    "set 2 per material",
+    bindings=(Binding("shadow_map", 0, SAMPLER, _F, "sampler2DShadow"),
               Binding("frame", 1, UNIFORM, _VF, Struct("Frame", FRAME_UBO, "FRAME_UBO", notes=(
                   ("view_proj", "camera"),
                   ("light_view_proj", "directional light (orthographic), also samples the shadow map"),
                   ("light_dir", "xyz: direction the light travels (world), w: intensity"),
-                  ("camera_pos", "xyz"), ("ambient", "rgb sky ambient"))), instance="frame"),
+                  ("camera_pos", "xyz, w: exposure"), ("sky", "rgb: hemisphere ambient from above"),
+                  ("ground", "rgb: hemisphere ambient from below, a: outline width (pixels)"),
+                  ("viewport", "xy: framebuffer size (pixels)"),
+                  ("outline_color", "linear RGBA of the selected mesh's outline"))), instance="frame"),
               Binding("palette", 0, STORAGE, (VERTEX,), "mat4", "readonly", set=1, member="joints",
-                      instance="palette")),
+                      instance="palette"),
+              Binding("material", 0, UNIFORM, _F, Struct("Material", MATERIAL_UBO, "MATERIAL_UBO", notes=(
+                  ("base_color", "linear RGBA factor"), ("emissive", "rgb: emissive factor, a: normal scale"),
+                  ("params", "metallic, roughness, occlusion strength, alpha cutoff"),
+                  ("modes", "alpha mode (ALPHA_*), bit i: texture slot i reads TEXCOORD_1, has normal map"))),
+                      set=2, instance="material"),
+              Binding("base_color_tex", 1, SAMPLER, _F, "sampler2D", set=2),           # sRGB
+              Binding("metallic_roughness_tex", 2, SAMPLER, _F, "sampler2D", set=2),   # g roughness, b metallic
+              Binding("normal_tex", 3, SAMPLER, _F, "sampler2D", set=2),               # tangent space
+              Binding("occlusion_tex", 4, SAMPLER, _F, "sampler2D", set=2),            # r
+              Binding("emissive_tex", 5, SAMPLER, _F, "sampler2D", set=2)),            # sRGB
     push=PushConstants(Struct("Item", ITEM_PUSH, "ITEM_PUSH", notes=(
-        ("model", "node world matrix"), ("base_color", "linear RGBA"),
-        ("pass", "0 forward, 1 shadow (depth only, light's view)"),
+        ("model", "node world matrix"),
+        ("pass", "PASS_FORWARD, PASS_SHADOW (light's view) or PASS_OUTLINE (grown along the normal)"),
         ("heat_joint", ">= 0: show the weight of this joint as a heat map"))), _VF, instance="item"),
-    constants=(("float", "SHADOW_BIAS", SHADOW_BIAS),))
+    constants=(("float", "SHADOW_BIAS", SHADOW_BIAS), ("int", "PASS_FORWARD", 0), ("int", "PASS_SHADOW", 1),
+               ("int", "PASS_OUTLINE", 2), ("int", "ALPHA_OPAQUE", 0), ("int", "ALPHA_MASK", 1),
+               ("int", "ALPHA_BLEND", 2)))
 
 STATIC_INPUT = ShaderInterface("static_vertex", ("static.vert",), "vertex inputs of unskinned items",
                                vertex=STATIC_VERTEX)
 SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert",), "vertex inputs of skinned items",
                                 vertex=SKINNED_VERTEX)
+EXTRA_INPUT = ShaderInterface("extra_vertex", ("skin.vert", "static.vert"),
+                              "vertex binding 1 of every graphics pipeline (COLOR_0, TEXCOORD_1; not morphed)",
+                              vertex=EXTRA_VERTEX, vertex_location=EXTRA_VERTEX_LOCATION)
 
 INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, NORMALS, SKIN_CAPTURE, COPY, SCENE,
-                                           STATIC_INPUT, SKINNED_INPUT)
+                                           STATIC_INPUT, SKINNED_INPUT, EXTRA_INPUT)
 
 
 # ---------------------------------------------------------------------------------------------------- GLSL

@@ -43,7 +43,8 @@ class WindowPresenter:
         self.fns = SurfaceFunctions(ctx)
         self.surface = create_surface(ctx, window)
         self.format, _ = choose_format(self.fns.formats(ctx.physical_device, self.surface))
-        self.swapchain = self.render_pass = self.overlay_pass = self.sc_group = self.depth = None
+        self.swapchain = self.render_pass = self.overlay_pass = self.sc_group = self.depth = self.targets = None
+        self.create_targets = None
         self.framebuffers, self.render_done = [], []
         self.frame_group = G.ObjectGroup(ctx, "frames in flight")
         self.cbs = [ctx.allocate_command_buffer() for _ in range(frames_in_flight)]
@@ -58,10 +59,13 @@ class WindowPresenter:
         self.frame_index = 0
 
     # ------------------------------------------------------------------ swapchain
-    def attach(self, render_pass, overlay_pass=None) -> None:
+    def attach(self, render_pass, overlay_pass=None, create_targets=None) -> None:
         """Create the swapchain and one framebuffer per image for ``render_pass`` (colour = the swapchain
-        format in PRESENT_SRC layout, then depth), and for ``overlay_pass`` (colour only, e.g. a UI)."""
-        self.render_pass, self.overlay_pass = render_pass, overlay_pass
+        format in PRESENT_SRC layout, then depth), and for ``overlay_pass`` (colour only, e.g. a UI).
+        ``create_targets(views, width, height)``, when given, makes the ``render_pass`` attachments instead (an
+        object with ``framebuffers`` and ``destroy()``, e.g. SceneRenderer's multisampled colour + depth-stencil
+        resolved into the swapchain image)."""
+        self.render_pass, self.overlay_pass, self.create_targets = render_pass, overlay_pass, create_targets
         self._recreate()
 
     def _recreate(self) -> None:
@@ -77,10 +81,15 @@ class WindowPresenter:
             old.destroy()
         self.swapchain = sc
         self.sc_group = G.ObjectGroup(self.ctx, "swapchain framebuffers")
-        self.depth = Image(self.ctx, sc.width, sc.height, DEPTH_FORMAT, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
-                           vk.VK_IMAGE_ASPECT_DEPTH_BIT, name="window depth")
-        self.framebuffers = [G.framebuffer(self.ctx, self.sc_group, self.render_pass, [v, self.depth.view],
-                                           sc.width, sc.height) for v in sc.views]
+        if self.create_targets is not None:
+            self.targets = self.create_targets(sc.views, sc.width, sc.height)
+            self.framebuffers = self.targets.framebuffers
+        else:
+            self.depth = Image(self.ctx, sc.width, sc.height, DEPTH_FORMAT,
+                               vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT, vk.VK_IMAGE_ASPECT_DEPTH_BIT,
+                               name="window depth")
+            self.framebuffers = [G.framebuffer(self.ctx, self.sc_group, self.render_pass, [v, self.depth.view],
+                                               sc.width, sc.height) for v in sc.views]
         self.overlay_framebuffers = [G.framebuffer(self.ctx, self.sc_group, self.overlay_pass, [v], sc.width,
                                                    sc.height) if self.overlay_pass is not None else None
                                      for v in sc.views]
@@ -95,6 +104,9 @@ class WindowPresenter:
         if self.depth is not None:
             self.depth.destroy()
             self.depth = None
+        if self.targets is not None:
+            self.targets.destroy()
+            self.targets = None
 
     # ------------------------------------------------------------------ frames
     def begin_frame(self) -> Frame | None:

@@ -1,4 +1,5 @@
-"""Headless rendering: an offscreen sRGB colour + depth target and readback to numpy / PNG."""
+"""Headless rendering: an offscreen sRGB target (the forward pass resolves its multisampled colour into it)
+and readback to numpy / PNG."""
 
 from __future__ import annotations
 
@@ -9,37 +10,43 @@ import numpy as np
 from ..asset.model import SceneAsset
 from ..errors import UsageError
 from ..gpu import barriers
-from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
-from ..gpu.image import COLOR_FORMAT, DEPTH_FORMAT, Image
+from ..gpu.image import COLOR_FORMAT, Image
 from ..gpu.vk import vk
 from .renderer import SceneRenderer
 
 
 class OffscreenRenderer:
-    """A SceneRenderer drawing into its own image; ``render()`` returns (H, W, 4) uint8 sRGB pixels."""
+    """A SceneRenderer drawing into its own image (multisampled, resolved into it); ``render()`` returns
+    (H, W, 4) uint8 sRGB pixels. ``warnings`` lists bad material data that was rendered without."""
 
     def __init__(self, ctx: Context, scene: SceneAsset, width: int, height: int, **kw):
         self.ctx, self.width, self.height = ctx, width, height
-        self.renderer = SceneRenderer(ctx, scene, COLOR_FORMAT, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, **kw)
-        self.group = G.ObjectGroup(ctx, "offscreen target")
-        self.color = Image(ctx, width, height, COLOR_FORMAT,
-                           vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
-                           vk.VK_IMAGE_ASPECT_COLOR_BIT, name="offscreen colour")
-        self.depth = Image(ctx, width, height, DEPTH_FORMAT, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
-                           vk.VK_IMAGE_ASPECT_DEPTH_BIT, name="offscreen depth")
-        self.framebuffer = G.framebuffer(ctx, self.group, self.renderer.forward_pass,
-                                         [self.color.view, self.depth.view], width, height)
-        self.pixels = M.host_buffer(ctx, width * height * 4, M.TRANSFER_DST, name="offscreen readback")
+        self.renderer = self.color = self.targets = self.pixels = None
+        try:
+            self.renderer = SceneRenderer(ctx, scene, COLOR_FORMAT, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, **kw)
+            self.color = Image(ctx, width, height, COLOR_FORMAT,
+                               vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+                               vk.VK_IMAGE_ASPECT_COLOR_BIT, name="offscreen colour")
+            self.targets = self.renderer.create_targets([self.color.view], width, height)
+            self.pixels = M.host_buffer(ctx, width * height * 4, M.TRANSFER_DST, name="offscreen readback")
+        except BaseException:
+            self.destroy()
+            raise
         self.last_counters = None
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.renderer.warnings
 
     def render(self) -> np.ndarray:
         r = self.renderer
-        r.update(0, self.width / self.height)
+        r.update(0, self.width / self.height, self.width, self.height)
 
         def record(cb):
-            self.last_counters = r.record(cb, 0, self.framebuffer, self.width, self.height)
+            self.last_counters = r.record(cb, 0, self.targets.framebuffers[0], self.width, self.height)
+            # readback: the forward pass's resolved_color_to_transfer_read dependency orders this copy
             region = vk.VkBufferImageCopy(
                 bufferOffset=0, bufferRowLength=0, bufferImageHeight=0,
                 imageSubresource=vk.VkImageSubresourceLayers(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0,
@@ -53,11 +60,11 @@ class OffscreenRenderer:
         return self.pixels.mapped.reshape(self.height, self.width, 4).copy()
 
     def destroy(self) -> None:
-        self.pixels.destroy()
-        self.group.destroy()
-        self.depth.destroy()
-        self.color.destroy()
-        self.renderer.destroy()
+        """Reverse creation order."""
+        for obj in (self.pixels, self.targets, self.color, self.renderer):
+            if obj is not None:
+                obj.destroy()
+        self.pixels = self.targets = self.color = self.renderer = None
 
 
 def parse_size(text: str) -> tuple[int, int]:

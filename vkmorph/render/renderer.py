@@ -1,10 +1,14 @@
-"""Frame orchestration: morph compute pass -> barrier -> shadow pass -> forward pass.
+"""Frame orchestration: morph compute pass -> shadow pass -> forward pass (opaque, masked, blended, outline).
+
+``SceneRenderer.record`` is the whole frame in one place, read top to bottom as its passes and the named
+barriers / subpass dependencies between them (gpu/barriers.py, gpu/graphics.py).
 
 ``RenderExtractor`` turns the runtime's primitive instances into ``RenderItem``s once (vertex buffer chosen by
-whether the primitive has targets, index buffer, palette, colour); per frame only what moved is rewritten:
-skinning palettes when the skeleton version changed, model matrices likewise, the frame constants always
-(176 bytes). Per frame slot (frames in flight) the host-written buffers are separate, so the CPU never writes a
-buffer the GPU may still read.
+whether the primitive has targets, index buffer, palette, material, the colour/TEXCOORD_1 stream); per frame only
+what moved is rewritten: skinning palettes and model matrices when the skeleton version changed, the frame
+constants always, the back-to-front order of blended items. Per frame slot (frames in flight) the host-written
+buffers are separate, so the CPU never writes a buffer the GPU may still read. Every pass draws the same vertex
+buffers (the morph output) through the same vertex shaders (skin.vert / static.vert + vertex_out.glsl).
 """
 
 from __future__ import annotations
@@ -14,21 +18,31 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..anim.skeleton import Skeleton
+from ..asset.materials import Material
 from ..asset.model import STATIC_VERTEX, MeshPrimitiveAsset, SceneAsset
 from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
-from ..gpu.image import DEPTH_FORMAT, Image, Sampler
-from ..gpu.interface import FRAME_UBO, ITEM_PUSH, SCENE, SKINNED_INPUT, STATIC_INPUT
+from ..gpu.image import DEPTH_FORMAT, Image, Sampler, depth_stencil_format, has_stencil, msaa_samples
+from ..gpu.interface import EXTRA_INPUT, EXTRA_VERTEX, FRAME_UBO, ITEM_PUSH, SCENE, SKINNED_INPUT, STATIC_INPUT
 from ..gpu.pipeline import descriptor_type, push_constant_stages, set_layout_bindings
 from ..gpu.vk import vk
 from ..morph.reference import skin_reference
 from .camera import OrbitCamera, light_view_proj
+from .material_table import MaterialTable
 from .morph_pass import FrameCounters, MorphRuntime, PrimitiveInstance, vertex_input_of
 from .skin_capture import palette_bytes
 
+PASS_FORWARD, PASS_SHADOW, PASS_OUTLINE = (SCENE.constant(n) for n in ("PASS_FORWARD", "PASS_SHADOW",
+                                                                       "PASS_OUTLINE"))
+# binding 1 of every pipeline: never morphed per-vertex data (COLOR_0, TEXCOORD_1)
+EXTRA_ATTRIBUTES = [(a.location, getattr(vk, a.vk_format), a.offset) for a in EXTRA_INPUT.vertex_attributes()]
 GROUND_COLOR = (0.36, 0.36, 0.34, 1.0)
-SKY_COLOR = (0.62, 0.72, 0.85, 1.0)
+SKY_COLOR = (0.62, 0.72, 0.85, 1.0)         # clear colour (linear)
+SKY_AMBIENT = (0.44, 0.46, 0.50)            # hemisphere ambient from above / below (linear radiance)
+GROUND_AMBIENT = (0.16, 0.15, 0.14)
+OUTLINE_COLOR = (1.0, 0.55, 0.05, 1.0)
+OUTLINE_PIXELS = 2.5
 
 
 def _col_major(m: np.ndarray) -> np.ndarray:
@@ -44,9 +58,15 @@ class RenderItem:
     skinned: bool
     node: int | None
     skin: int | None
-    base_color: tuple
+    material: int                                    # index into the renderer's material table
+    extra_buffer: object = None                      # binding 1 (colour, TEXCOORD_1)
+    center: np.ndarray = field(default_factory=lambda: np.zeros(3))  # local bounds centre (blend sorting)
     instance: PrimitiveInstance | None = None
-    push: list = field(default_factory=list)        # [forward, shadow] ITEM_PUSH arrays
+    blend: bool = False
+    alpha_tested: bool = False                       # MASK or BLEND: the shadow pass tests alpha too
+    cull_back: bool = False
+    clockwise: bool = False
+    push: list = field(default_factory=list)         # [forward, shadow, outline] ITEM_PUSH arrays
     push_ptr: list = field(default_factory=list)
     palette_sets: list = field(default_factory=list)  # per frame slot
 
@@ -55,19 +75,21 @@ class RenderExtractor:
     """Runtime instances (+ the ground) -> RenderItems. Built once; buffers never change after creation."""
 
     @staticmethod
-    def extract(runtime: MorphRuntime, ground: tuple | None) -> list[RenderItem]:
+    def extract(runtime: MorphRuntime, ground: tuple | None, material_of, extra_of) -> list[RenderItem]:
         items = []
         for inst in runtime.instances:
             p = inst.prim
+            pos = p.vertices["position"]
             items.append(RenderItem(vertex_buffer=inst.vertex_buffer.handle, vertex_offset=inst.vertex_offset,
-                                    index_buffer=inst.index_buffer.handle,
-                                    index_count=inst.index_count, skinned=p.is_skinned, node=inst.node,
-                                    skin=p.skin if p.is_skinned else None, base_color=p.base_color, instance=inst))
+                                    index_buffer=inst.index_buffer.handle, index_count=inst.index_count,
+                                    skinned=p.is_skinned, node=inst.node, skin=p.skin if p.is_skinned else None,
+                                    material=material_of(p), extra_buffer=extra_of(p),
+                                    center=(pos.min(axis=0) + pos.max(axis=0)) / 2, instance=inst))
         if ground is not None:
-            vb, ib, n = ground
+            vb, ib, n, prim = ground
             items.append(RenderItem(vertex_buffer=vb.handle, vertex_offset=0, index_buffer=ib.handle, index_count=n,
-                                    skinned=False,
-                                    node=None, skin=None, base_color=GROUND_COLOR))
+                                    skinned=False, node=None, skin=None, material=material_of(prim),
+                                    extra_buffer=extra_of(prim)))
         return items
 
 
@@ -81,76 +103,193 @@ def _ground_primitive(lo: np.ndarray, hi: np.ndarray) -> MeshPrimitiveAsset:
     v["normal"] = (0.0, 1.0, 0.0)
     v["tangent"] = (1.0, 0.0, 0.0, 1.0)
     v["texcoord"] = [(0, 0), (1, 0), (1, 1), (0, 1)]
-    return MeshPrimitiveAsset(vertices=v, indices=np.array([0, 2, 1, 0, 3, 2], np.uint32), name="ground")
+    ground = Material.plain(GROUND_COLOR, name="ground")
+    ground.roughness_factor = 0.9
+    return MeshPrimitiveAsset(vertices=v, indices=np.array([0, 2, 1, 0, 3, 2], np.uint32), name="ground",
+                              material=ground)
+
+
+class RenderTargets:
+    """The forward pass's attachments for one or more target images of one size (the offscreen image, or each
+    swapchain image): a multisampled colour image and a depth-stencil image shared by all targets (the render
+    pass orders frames that reuse them), and one framebuffer per target view."""
+
+    def __init__(self, renderer: SceneRenderer, views, width: int, height: int):
+        ctx, r = renderer.ctx, renderer
+        self.width, self.height = width, height
+        self.color = None
+        self.depth = self.group = None
+        try:
+            if r.samples > 1:
+                self.color = Image(ctx, width, height, r.color_format,
+                                   vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT
+                                   | vk.VK_IMAGE_USAGE_TRANSIENT_ATTACHMENT_BIT,
+                                   vk.VK_IMAGE_ASPECT_COLOR_BIT, name="multisampled colour", samples=r.samples)
+            aspect = vk.VK_IMAGE_ASPECT_DEPTH_BIT | (vk.VK_IMAGE_ASPECT_STENCIL_BIT if r.stencil else 0)
+            self.depth = Image(ctx, width, height, r.depth_format, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT,
+                               aspect, name="depth-stencil", samples=r.samples)
+            self.group = G.ObjectGroup(ctx, "forward framebuffers")
+            self.framebuffers = [
+                G.framebuffer(ctx, self.group, r.forward_pass,
+                              [self.color.view, self.depth.view, v] if r.samples > 1 else [v, self.depth.view],
+                              width, height) for v in views]
+        except BaseException:
+            self.destroy()
+            raise
+
+    def destroy(self) -> None:
+        for obj in (self.group, self.depth, self.color):
+            if obj is not None:
+                obj.destroy()
+        self.group = self.depth = self.color = None
 
 
 class SceneRenderer:
-    """Shadow + forward rendering of a scene into a colour attachment of ``color_format``."""
+    """Shadow + forward rendering of a scene into a colour target of ``color_format`` (``create_targets``).
+
+    ``selected``: a node index whose primitives get an outline (None: no outline). ``warnings``: one line per
+    bad material datum (missing/corrupt image, bad texture reference); the render goes on without it."""
 
     def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int,
                  frames_in_flight: int = 1, shadow_size: int = 1024, runtime: MorphRuntime | None = None,
-                 ground: bool = True):
+                 ground: bool = True, samples: int | None = None, mipmaps: bool = True):
         self.ctx, self.scene, self.slots = ctx, scene, frames_in_flight
         self.color_format, self.shadow_size = color_format, shadow_size
+        self.samples = msaa_samples(ctx, 4) if samples is None else samples
+        self.depth_format = depth_stencil_format(ctx)
+        self.stencil = has_stencil(self.depth_format)
+        self._owned: list = []          # everything created here, destroyed in reverse creation order
         self._owns_runtime = runtime is None
         self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene)
         self.skeleton = Skeleton(scene)
-        self.group = G.ObjectGroup(ctx, "scene renderer")
-        self._buffers: list[M.Buffer] = []
         self.heat_joint = -1
+        self.selected: int | None = None
         self.light_dir = np.array([-0.45, -1.0, -0.35])
-        self.light_intensity = 2.0
+        self.light_intensity = 3.0
+        self.exposure = 1.0
+        self.warnings: list[str] = []
+        self._viewport = (1280, 720)
         try:
-            self._build(color_final_layout, ground)
+            self._build(color_final_layout, ground, mipmaps)
         except BaseException:
             self.destroy()
             raise
 
     # ------------------------------------------------------------------ construction
-    def _buffer(self, buf: M.Buffer) -> M.Buffer:
-        self._buffers.append(buf)
-        return buf
+    def _own(self, obj):
+        self._owned.append(obj)
+        return obj
 
-    def _build(self, color_final_layout: int, ground: bool) -> None:
-        ctx, g = self.ctx, self.group
+    def _materials(self, ground_prim) -> tuple[list[Material], dict[int, int]]:
+        """Distinct materials of the drawn primitives (+ the ground) and each primitive's index among them."""
+        mats: list[Material] = []
+        index: dict[int, int] = {}
+        by_id: dict[int, int] = {}
+        prims = [inst.prim for inst in self.runtime.instances] + ([ground_prim] if ground_prim else [])
+        for p in prims:
+            m = p.material if p.material is not None else Material.plain(p.base_color, name=p.name or "default")
+            if id(m) not in by_id:
+                by_id[id(m)] = len(mats)
+                mats.append(m)
+            index[id(p)] = by_id[id(m)]
+        return mats, index
+
+    def _extra_buffers(self, prims) -> dict[int, M.Buffer]:
+        """Binding 1 per primitive: COLOR_0 and TEXCOORD_1 where the file has them, else one shared buffer of
+        white / (0, 0) long enough for the largest primitive without them."""
+        out: dict[int, M.Buffer] = {}
+        plain_len = 0
+        for p in prims:
+            if id(p) in out:
+                continue
+            if p.colors is None and p.texcoord1 is None:
+                plain_len = max(plain_len, p.vertex_count)
+                continue
+            arr = np.zeros(p.vertex_count, EXTRA_VERTEX)
+            arr["color"] = p.colors if p.colors is not None else 1.0
+            if p.texcoord1 is not None:
+                arr["texcoord1"] = p.texcoord1
+            out[id(p)] = self._own(M.device_buffer(self.ctx, arr, M.VERTEX, name=f"{p.name} colour/uv1"))
+        if plain_len:
+            arr = np.zeros(plain_len, EXTRA_VERTEX)
+            arr["color"] = 1.0
+            plain = self._own(M.device_buffer(self.ctx, arr, M.VERTEX, name="white colour/uv1"))
+            for p in prims:
+                out.setdefault(id(p), plain)
+        return out
+
+    def _build(self, color_final_layout: int, ground: bool, mipmaps: bool) -> None:
+        ctx = self.ctx
+        g = self._own(G.ObjectGroup(ctx, "scene renderer passes and layouts"))
         self.bounds = self.scene_bounds()
         self.camera = OrbitCamera.frame(*self.bounds)
-        self.shadow_map = Image(ctx, self.shadow_size, self.shadow_size, DEPTH_FORMAT,
-                                vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_SAMPLED_BIT,
-                                vk.VK_IMAGE_ASPECT_DEPTH_BIT, name="shadow map")
-        self.shadow_sampler = Sampler(ctx, compare=True)
+        self.shadow_map = self._own(Image(ctx, self.shadow_size, self.shadow_size, DEPTH_FORMAT,
+                                          vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT
+                                          | vk.VK_IMAGE_USAGE_SAMPLED_BIT, vk.VK_IMAGE_ASPECT_DEPTH_BIT,
+                                          name="shadow map"))
+        self.shadow_sampler = self._own(Sampler(ctx, compare=True))
         self.shadow_pass = G.shadow_render_pass(ctx, g, DEPTH_FORMAT)
-        self.forward_pass = G.forward_render_pass(ctx, g, self.color_format, DEPTH_FORMAT, color_final_layout)
+        self.forward_pass = G.forward_render_pass(ctx, g, self.color_format, self.depth_format, color_final_layout,
+                                                  self.samples)
         self.shadow_fb = G.framebuffer(ctx, g, self.shadow_pass, [self.shadow_map.view], self.shadow_size,
                                        self.shadow_size)
+        ground_prim = _ground_primitive(*self.bounds) if ground else None
+        materials, material_index = self._materials(ground_prim)
+        self.material_table = self._own(MaterialTable(ctx, g, materials, mipmaps=mipmaps))
+        self.warnings = list(self.material_table.warnings)
         self.frame_layout = G.set_layout(ctx, g, set_layout_bindings(SCENE, 0))
         self.item_layout = G.set_layout(ctx, g, set_layout_bindings(SCENE, 1))
-        self.layout = G.pipeline_layout(ctx, g, [self.frame_layout, self.item_layout], SCENE.push.size,
-                                        push_constant_stages(SCENE))
-        static_in = vertex_input_of(STATIC_INPUT.vertex)
-        skinned_in = vertex_input_of(SKINNED_INPUT.vertex)
+        self.layout = G.pipeline_layout(ctx, g, [self.frame_layout, self.item_layout, self.material_table.layout],
+                                        SCENE.push.size, push_constant_stages(SCENE))
 
-        def spec(vs, fs, vin, bias):
-            return G.PipelineSpec(vs, fs, vin.stride, [(loc, fmt, off) for loc, _, fmt, off in vin.attributes],
-                                  depth_bias=bias, color=fs is not None)
-
-        self.pipelines = {
-            ("forward", False): G.graphics_pipeline(ctx, g, spec("static.vert", "forward.frag", static_in, False),
-                                                    self.layout, self.forward_pass),
-            ("forward", True): G.graphics_pipeline(ctx, g, spec("skin.vert", "forward.frag", skinned_in, False),
-                                                   self.layout, self.forward_pass),
-            ("shadow", False): G.graphics_pipeline(ctx, g, spec("static.vert", None, static_in, True),
-                                                   self.layout, self.shadow_pass),
-            ("shadow", True): G.graphics_pipeline(ctx, g, spec("skin.vert", None, skinned_in, True),
-                                                  self.layout, self.shadow_pass),
-        }
+        prims = [inst.prim for inst in self.runtime.instances] + ([ground_prim] if ground_prim else [])
+        extra = self._extra_buffers(prims)
         ground_buffers = None
-        if ground:
-            gp = _ground_primitive(*self.bounds)
-            gvb = self._buffer(M.device_buffer(ctx, gp.vertices, M.VERTEX, name="ground vertices"))
-            gib = self._buffer(M.device_buffer(ctx, gp.indices, M.INDEX, name="ground indices"))
-            ground_buffers = (gvb, gib, len(gp.indices))
-        self.items = RenderExtractor.extract(self.runtime, ground_buffers)
+        if ground_prim is not None:
+            gvb = self._own(M.device_buffer(ctx, ground_prim.vertices, M.VERTEX, name="ground vertices"))
+            gib = self._own(M.device_buffer(ctx, ground_prim.indices, M.INDEX, name="ground indices"))
+            ground_buffers = (gvb, gib, len(ground_prim.indices), ground_prim)
+        self.items = RenderExtractor.extract(self.runtime, ground_buffers, lambda p: material_index[id(p)],
+                                             lambda p: extra[id(p)].handle)
+        world = self.skeleton.world_matrices()
+        for it in self.items:
+            m = materials[it.material]
+            it.blend = m.alpha_mode == "BLEND"
+            it.alpha_tested = m.alpha_mode != "OPAQUE"
+            it.cull_back = not m.double_sided
+            it.clockwise = it.node is not None and not it.skinned and np.linalg.det(world[it.node][:3, :3]) < 0
+        late = self._own(G.ObjectGroup(ctx, "scene renderer pipelines and descriptor pool"))
+        self._build_pipelines(late)
+        self._build_sets(late)
+
+    def _build_pipelines(self, g: G.ObjectGroup) -> None:
+        static_in, skinned_in = vertex_input_of(STATIC_INPUT.vertex), vertex_input_of(SKINNED_INPUT.vertex)
+        stencil = self.stencil
+
+        def spec(skinned, fs, **kw):
+            vin = skinned_in if skinned else static_in
+            return G.PipelineSpec("skin.vert" if skinned else "static.vert", fs, vin.stride,
+                                  [(loc, fmt, off) for loc, _, fmt, off in vin.attributes],
+                                  extra_stride=EXTRA_VERTEX.itemsize, extra_attributes=EXTRA_ATTRIBUTES, **kw)
+
+        self.pipelines = {}
+        for it in self.items:
+            keys = {("forward", it.skinned, it.cull_back, it.clockwise, it.blend): spec(
+                        it.skinned, "forward.frag", samples=self.samples, cull_back=it.cull_back,
+                        clockwise=it.clockwise, blend=it.blend,
+                        stencil=G.STENCIL_WRITE if stencil else G.STENCIL_NONE),
+                    ("shadow", it.skinned, it.alpha_tested): spec(
+                        it.skinned, "shadow_mask.frag" if it.alpha_tested else None, depth_bias=True, color=False)}
+            if stencil and it.node is not None:
+                keys[("outline", it.skinned)] = spec(it.skinned, "outline.frag", samples=self.samples,
+                                                     depth_test=False, stencil=G.STENCIL_OUTSIDE)
+            for key, sp in keys.items():
+                if key not in self.pipelines:
+                    rp = self.shadow_pass if key[0] == "shadow" else self.forward_pass
+                    self.pipelines[key] = G.graphics_pipeline(self.ctx, g, sp, self.layout, rp)
+
+    def _build_sets(self, g: G.ObjectGroup) -> None:
+        ctx = self.ctx
         n_skinned = sum(1 for it in self.items if it.skinned)
         self.pool = G.descriptor_pool(ctx, g, self.slots * (1 + n_skinned) + 1, {
             vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER: self.slots,
@@ -158,7 +297,7 @@ class SceneRenderer:
             vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: self.slots * n_skinned + 1})
         self.frame_ubos, self.frame_sets = [], []
         for _ in range(self.slots):
-            ubo = self._buffer(M.host_buffer(ctx, FRAME_UBO.itemsize, M.UNIFORM, name="frame constants"))
+            ubo = self._own(M.host_buffer(ctx, FRAME_UBO.itemsize, M.UNIFORM, name="frame constants"))
             s = G.allocate_set(ctx, self.pool, self.frame_layout)
             G.write_image(ctx, s, SCENE["shadow_map"].binding, self.shadow_map.view, self.shadow_sampler.handle,
                           vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
@@ -166,15 +305,14 @@ class SceneRenderer:
             self.frame_ubos.append(ubo)
             self.frame_sets.append(s)
         # static items bind a one-matrix identity palette so every item uses the same pipeline layout
-        ident = self._buffer(M.device_buffer(ctx, palette_bytes(np.eye(4)[None]), M.STORAGE, name="identity palette"))
+        ident = self._own(M.device_buffer(ctx, palette_bytes(np.eye(4)[None]), M.STORAGE, name="identity palette"))
         ident_set = G.allocate_set(ctx, self.pool, self.item_layout)
         palette = SCENE["palette"]
         G.write_buffer(ctx, ident_set, palette.binding, descriptor_type(palette), ident.handle)
         self._palettes: dict[tuple[int, int], M.Buffer] = {}
         for it in self.items:
-            for p in range(2):
+            for p in (PASS_FORWARD, PASS_SHADOW, PASS_OUTLINE):
                 arr = np.zeros(1, ITEM_PUSH)
-                arr["base_color"] = it.base_color
                 arr["pass"] = p
                 arr["heat_joint"] = -1
                 arr["model"] = _col_major(np.eye(4))
@@ -183,7 +321,7 @@ class SceneRenderer:
             if it.skinned:
                 joints = len(self.scene.skins[it.skin].joints)
                 for slot in range(self.slots):
-                    buf = self._buffer(M.host_buffer(ctx, 64 * joints, M.STORAGE, name="skinning palette"))
+                    buf = self._own(M.host_buffer(ctx, 64 * joints, M.STORAGE, name="skinning palette"))
                     s = G.allocate_set(ctx, self.pool, self.item_layout)
                     G.write_buffer(ctx, s, palette.binding, descriptor_type(palette), buf.handle)
                     it.palette_sets.append(s)
@@ -192,6 +330,11 @@ class SceneRenderer:
                 it.palette_sets = [ident_set] * self.slots
         self._slot_versions = [-1] * self.slots
         self._heat_applied = -1
+        self._blend_order: list[RenderItem] = [it for it in self.items if it.blend]
+
+    def create_targets(self, views, width: int, height: int) -> RenderTargets:
+        """Framebuffers of the forward pass for target ``views`` (destroy() them before the renderer)."""
+        return RenderTargets(self, views, width, height)
 
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World bounds at the current pose: rest/skinned positions, grown by each primitive's morph reach."""
@@ -227,8 +370,12 @@ class SceneRenderer:
         self.camera.yaw, self.camera.pitch = yaw, pitch
 
     # ------------------------------------------------------------------ per frame
-    def update(self, slot: int, aspect: float) -> None:
-        """Host-side writes for frame ``slot``: frame constants, and palettes/model matrices if the pose moved."""
+    def update(self, slot: int, aspect: float, width: int | None = None, height: int | None = None) -> None:
+        """Host-side writes for frame ``slot``: frame constants, palettes/model matrices if the pose moved, and
+        the back-to-front order of blended items. ``width``/``height``: the target's size in pixels (the outline
+        width is in pixels); omitted, the size of the last recorded frame is used."""
+        if width is not None and height is not None:
+            self._viewport = (width, height)
         lo, hi = self.bounds
         center = (lo + hi) / 2
         radius = max(float(np.linalg.norm(hi - lo)) / 2, 1e-3) * 1.6
@@ -237,80 +384,116 @@ class SceneRenderer:
         f["light_view_proj"] = _col_major(light_view_proj(self.light_dir, center, radius))
         d = self.light_dir / np.linalg.norm(self.light_dir)
         f["light_dir"] = (*d, self.light_intensity)
-        f["camera_pos"] = (*self.camera.eye, 1.0)
-        f["ambient"] = (0.35, 0.38, 0.45, 0.0)   # the shadow bias is SHADOW_BIAS in gpu/interface.py
+        f["camera_pos"] = (*self.camera.eye, self.exposure)
+        f["sky"] = (*SKY_AMBIENT, 0.0)
+        f["ground"] = (*GROUND_AMBIENT, OUTLINE_PIXELS)
+        f["viewport"] = (*self._viewport, 0.0, 0.0)
+        f["outline_color"] = OUTLINE_COLOR
         self.frame_ubos[slot].mapped[:] = f.view(np.uint8)
-        if self._slot_versions[slot] == self.skeleton.version and self._heat_applied == self.heat_joint:
-            return
-        world = self.skeleton.world_matrices()
-        for it in self.items:
-            if it.node is not None:  # skinned: world-space palette below, so identity here (glTF ignores it)
-                m = _col_major(np.eye(4) if it.skinned else world[it.node])
-                it.push[0]["model"] = m
-                it.push[1]["model"] = m
-            # heat map: skinned items show the joint weight, other characters read as "no influence", ground stays
-            off = -1 if self.heat_joint < 0 or it.node is None else 10**6
-            it.push[0]["heat_joint"] = self.heat_joint if it.skinned else off
-            if it.skinned:
-                mats = self.skeleton.skin_matrices(it.skin)
-                self._palettes[(id(it), slot)].mapped[:] = palette_bytes(mats).reshape(-1).view(np.uint8)
-        self._slot_versions[slot] = self.skeleton.version
-        self._heat_applied = self.heat_joint
+        world = None
+        if self._slot_versions[slot] != self.skeleton.version or self._heat_applied != self.heat_joint:
+            world = self.skeleton.world_matrices()
+            for it in self.items:
+                if it.node is not None:  # skinned: world-space palette, so identity here (glTF ignores it)
+                    m = _col_major(np.eye(4) if it.skinned else world[it.node])
+                    for arr in it.push:
+                        arr["model"] = m
+                # heat map: skinned items show the joint weight, other characters read as "no influence"
+                off = -1 if self.heat_joint < 0 or it.node is None else 10**6
+                it.push[PASS_FORWARD]["heat_joint"] = self.heat_joint if it.skinned else off
+                if it.skinned:
+                    mats = self.skeleton.skin_matrices(it.skin)
+                    self._palettes[(id(it), slot)].mapped[:] = palette_bytes(mats).reshape(-1).view(np.uint8)
+            self._slot_versions[slot] = self.skeleton.version
+            self._heat_applied = self.heat_joint
+        if len(self._blend_order) > 1:
+            world = self.skeleton.world_matrices() if world is None else world
+            eye = self.camera.eye
+
+            def distance(it):
+                m = world[it.node] if it.node is not None and not it.skinned else np.eye(4)
+                return float(np.linalg.norm(m[:3, :3] @ it.center + m[:3, 3] - eye))
+
+            self._blend_order.sort(key=distance, reverse=True)
 
     def record(self, cb, slot: int, framebuffer, width: int, height: int, after_morph=None) -> FrameCounters:
-        """Morph pass (version-gated) + its barrier, shadow pass, forward pass, into ``cb``.
+        """The frame: morph -> shadow -> forward (opaque + masked, blended back to front, outline).
 
+        1. Morph pass (version-gated; MorphRuntime.record): barriers previous_frame_to_morph_writes,
+           transfer_write_to_compute_read, compute_write_to_vertex_read — as many as it reports in
+           ``counters.barriers`` (none when nothing changed).
+        2. Shadow pass: subpass dependencies shadow_sampling_to_depth_write, depth_write_to_fragment_sampling.
+        3. Forward pass: previous_frame_to_attachment_writes, then the draws; the multisampled colour resolves
+           into the target at the end of the subpass; resolved_color_to_transfer_read for a readback.
+        The caller then presents or copies the target (offscreen readback).
         ``after_morph(cb)`` is called between the morph pass and the shadow pass (e.g. a timestamp)."""
+        self._viewport = (width, height)
         counters = self.runtime.record(cb)
         if after_morph is not None:
             after_morph(cb)
+        self._shadow_pass(cb, slot)
+        self._forward_pass(cb, slot, framebuffer, width, height)
+        return counters
+
+    def _shadow_pass(self, cb, slot: int) -> None:
         clear_depth = vk.VkClearValue(depthStencil=vk.VkClearDepthStencilValue(depth=1.0, stencil=0))
         vk.vkCmdBeginRenderPass(cb, vk.VkRenderPassBeginInfo(
             renderPass=self.shadow_pass, framebuffer=self.shadow_fb,
-            renderArea=vk.VkRect2D(offset=vk.VkOffset2D(0, 0), extent=vk.VkExtent2D(self.shadow_size,
-                                                                                    self.shadow_size)),
+            renderArea=vk.VkRect2D(offset=vk.VkOffset2D(0, 0),
+                                   extent=vk.VkExtent2D(self.shadow_size, self.shadow_size)),
             clearValueCount=1, pClearValues=[clear_depth]), vk.VK_SUBPASS_CONTENTS_INLINE)
         G.set_viewport(cb, self.shadow_size, self.shadow_size)
-        self._draw_items(cb, slot, "shadow", 1)
+        casters = [it for it in self.items if it.node is not None]  # the ground receives shadows, casts none
+        self._draw(cb, slot, casters, PASS_SHADOW, lambda it: ("shadow", it.skinned, it.alpha_tested))
         vk.vkCmdEndRenderPass(cb)
-        clear_color = vk.VkClearValue(color=vk.VkClearColorValue(float32=list(SKY_COLOR)))
+
+    def _forward_pass(self, cb, slot: int, framebuffer, width: int, height: int) -> None:
+        clear = [vk.VkClearValue(color=vk.VkClearColorValue(float32=list(SKY_COLOR))),
+                 vk.VkClearValue(depthStencil=vk.VkClearDepthStencilValue(depth=1.0, stencil=0))]
         vk.vkCmdBeginRenderPass(cb, vk.VkRenderPassBeginInfo(
             renderPass=self.forward_pass, framebuffer=framebuffer,
             renderArea=vk.VkRect2D(offset=vk.VkOffset2D(0, 0), extent=vk.VkExtent2D(width, height)),
-            clearValueCount=2, pClearValues=[clear_color, clear_depth]), vk.VK_SUBPASS_CONTENTS_INLINE)
+            clearValueCount=2, pClearValues=clear), vk.VK_SUBPASS_CONTENTS_INLINE)
         G.set_viewport(cb, width, height)
-        self._draw_items(cb, slot, "forward", 0)
+        forward_key = lambda it: ("forward", it.skinned, it.cull_back, it.clockwise, it.blend)  # noqa: E731
+        self._draw(cb, slot, [it for it in self.items if not it.blend], PASS_FORWARD, forward_key)
+        self._draw(cb, slot, self._blend_order, PASS_FORWARD, forward_key)
+        outlined = [it for it in self.items if self.selected is not None and it.node == self.selected]
+        if outlined and self.stencil:
+            self._draw(cb, slot, outlined, PASS_OUTLINE, lambda it: ("outline", it.skinned))
         vk.vkCmdEndRenderPass(cb)
-        return counters
 
-    def _draw_items(self, cb, slot: int, pass_name: str, p: int) -> None:
+    def _draw(self, cb, slot: int, items, p: int, key) -> None:
         bound = None
+        stencil_ref = None
         stages = push_constant_stages(SCENE)
-        for it in self.items:
-            if pass_name == "shadow" and it.node is None:
-                continue  # the ground receives shadows but casts none
-            pipe = self.pipelines[(pass_name, it.skinned)]
+        for it in items:
+            pipe = self.pipelines[key(it)]
             if pipe is not bound:
                 vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, pipe)
-                vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.layout, 0, 1,
-                                           [self.frame_sets[slot]], 0, None)
-                bound = pipe
+                if bound is None:
+                    vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.layout, 0, 1,
+                                               [self.frame_sets[slot]], 0, None)
+                bound, stencil_ref = pipe, None
+            if self.stencil and p != PASS_SHADOW:
+                ref = 1 if p == PASS_OUTLINE or (self.selected is not None and it.node == self.selected) else 0
+                if ref != stencil_ref:
+                    vk.vkCmdSetStencilReference(cb, vk.VK_STENCIL_FACE_FRONT_AND_BACK, ref)
+                    stencil_ref = ref
             vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.layout, 1, 1,
                                        [it.palette_sets[slot]], 0, None)
+            if p == PASS_FORWARD or (p == PASS_SHADOW and it.alpha_tested):
+                vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.layout, 2, 1,
+                                           [self.material_table.sets[it.material]], 0, None)
             vk.vkCmdPushConstants(cb, self.layout, stages, 0, ITEM_PUSH.itemsize, it.push_ptr[p])
-            vk.vkCmdBindVertexBuffers(cb, 0, 1, [it.vertex_buffer], [it.vertex_offset])
+            vk.vkCmdBindVertexBuffers(cb, 0, 2, [it.vertex_buffer, it.extra_buffer], [it.vertex_offset, 0])
             vk.vkCmdBindIndexBuffer(cb, it.index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
             vk.vkCmdDrawIndexed(cb, it.index_count, 1, 0, 0, 0)
 
     def destroy(self) -> None:
-        for b in self._buffers:
-            b.destroy()
-        self._buffers.clear()
-        for name in ("shadow_map", "shadow_sampler"):
-            obj = getattr(self, name, None)
-            if obj is not None:
-                obj.destroy()
-        self.group.destroy()
+        """Everything this renderer created, in reverse creation order; then the runtime if it made it."""
+        while self._owned:
+            self._owned.pop().destroy()
         if self._owns_runtime and self.runtime is not None:
             self.runtime.destroy()
             self.runtime = None

@@ -1,0 +1,32 @@
+// The one place where skin.vert and static.vert turn a (morphed, skinned) model-space vertex into the outputs of
+// every pass: forward (world position, normal, tangent with handedness, both UV sets, vertex colour), shadow
+// (light's clip space) and outline (camera clip space grown along the screen-space normal).
+
+// Binding 1 (inColor: COLOR_0, white when the file has none; inTexcoord1: TEXCOORD_1), from interface.py.
+#include "gen/extra_vertex.glsl"
+
+layout(location = 0) out vec3 outWorld;
+layout(location = 1) out vec3 outNormal;
+layout(location = 2) out vec4 outTangent;
+layout(location = 3) out vec4 outTexcoords;  // xy: TEXCOORD_0, zw: TEXCOORD_1
+layout(location = 4) out vec4 outColor;
+layout(location = 5) out float outHeat;
+
+void emitVertex(vec3 position, vec3 normal, vec4 tangent, vec2 texcoord0, float heat) {
+    vec4 world = item.model * vec4(position, 1.0);
+    mat3 normalMatrix = transpose(inverse(mat3(item.model)));
+    outWorld = world.xyz;
+    outNormal = normalMatrix * normal;
+    outTangent = vec4(mat3(item.model) * tangent.xyz, tangent.w);
+    outTexcoords = vec4(texcoord0, inTexcoord1);
+    outColor = inColor;
+    outHeat = heat;
+    // Selects, not branches, on the push constants: lavapipe specializes (and keeps) a shader variant per value
+    // of a uniform a branch depends on, growing memory on every draw.
+    vec4 clip = frame.viewProj * world;
+    vec2 dir = (mat3(frame.viewProj) * normalize(outNormal)).xy;
+    float len = length(dir);
+    vec2 grow = dir * inversesqrt(max(len * len, 1e-12)) * (2.0 * frame.ground.a / frame.viewport.xy) * clip.w;
+    clip.xy += grow * float(item.pass == PASS_OUTLINE);
+    gl_Position = mix(clip, frame.lightViewProj * world, float(item.pass == PASS_SHADOW));
+}
