@@ -283,7 +283,7 @@ class DemoWindow:
         title_t, title_frames = last_t, 0
         gpu_ms = (0.0, 0.0)
         frames = self.args.frames
-        while not glfw.window_should_close(self.window) and self.guard.lost is None:
+        while self.guard.check() and not glfw.window_should_close(self.window):
             glfw.poll_events()
             if self.guard.lost is None:
                 w, h = glfw.get_framebuffer_size(self.window)
@@ -335,6 +335,9 @@ class DemoWindow:
             if now - title_t >= 0.5:
                 fps = title_frames / (now - title_t)
                 self.stats["fps"] = fps
+                if not self.guard.check():
+                    self.guard.hold_stderr()
+                    break
                 glfw.set_window_title(self.window, f"vkmorph | {fps:.0f} FPS | morph {gpu_ms[0]:.3f} ms | frame "
                                       f"{gpu_ms[1]:.2f} ms GPU | dispatched {counters.dispatched} skipped "
                                       f"{counters.skipped} | {self.driver.mode_name}")
