@@ -158,3 +158,19 @@ def test_ground_is_a_grid_that_fades_out_without_an_edge(ctx):
     on_line = luma[_pixel(vp, (x0, y, z0))[::-1]]
     between = luma[_pixel(vp, (x0 + 0.5 * cell, y, z0))[::-1]]
     assert on_line < between * 0.85, (on_line, between)
+
+
+def test_demo_frames_the_pose_it_shows_first(ctx, tmp_path):
+    """The headless demo's first frame (t = 0 of the clip) shows the whole cube risen from below: camera and
+    ground fitted to that pose, not to the rest pose."""
+    from vkmorph.app.demo import run_headless
+
+    path = scenes.rising_cube(tmp_path)
+    scene = load_scene(path)
+    args = Namespace(file=str(path), frames=1, out_dir=str(tmp_path / "frames"), screenshot=None)
+    assert run_headless(scene, args) == 0
+    img = np.asarray(Image.open(tmp_path / "frames" / "frame_000.png").convert("RGBA"))
+    cube = red(img)
+    assert cube.mean() > 0.05, cube.mean()
+    ys, xs = np.nonzero(cube)
+    assert 0.25 < ys.mean() / img.shape[0] < 0.75 and 0.25 < xs.mean() / img.shape[1] < 0.75
