@@ -60,6 +60,7 @@ def run_headless(scene, args) -> int:
         off = OffscreenRenderer(ctx, scene, 640, 480)
         r = off.renderer
         driver = SceneDriver(scene, r.runtime.pose, r.skeleton, sine=args.file is None)
+        r.frame_camera()   # camera and ground fitted to the pose the driver shows at t = 0
         last = None
         for f in range(frames):
             driver.advance(0.25 if f else 0.0)
@@ -139,6 +140,7 @@ class DemoWindow:
 
             self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
                                       sine=self.default_scene)
+            self.renderer.frame_camera()   # camera and ground fitted to the pose shown at t = 0
             self.panel = self._make_panel()
             # multisampled colour + depth-stencil per swapchain size, resolved into the swapchain image
             self.presenter.attach(self.renderer.forward_pass,

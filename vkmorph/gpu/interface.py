@@ -314,7 +314,8 @@ SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows wit
 _VF = (VERTEX, FRAGMENT)
 _F = (FRAGMENT,)
 SCENE = ShaderInterface(
-    "scene", ("skin.vert", "static.vert", "forward.frag", "outline.frag", "shadow_mask.frag"),
+    "scene", ("skin.vert", "static.vert", "forward.frag", "ground.frag", "outline.frag",
+              "shadow_mask.frag"),
     "graphics pipelines: set 0 per frame (shadow map, frame constants), set 1 per item (skinning palette), "
     "set 2 per material",
     bindings=(Binding("shadow_map", 0, SAMPLER, _F, "sampler2DShadow"),
