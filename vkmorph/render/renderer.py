@@ -9,6 +9,12 @@ what moved is rewritten: skinning palettes and model matrices when the skeleton 
 constants always, the back-to-front order of blended items. Per frame slot (frames in flight) the host-written
 buffers are separate, so the CPU never writes a buffer the GPU may still read. Every pass draws the same vertex
 buffers (the morph output) through the same vertex shaders (skin.vert / static.vert + vertex_out.glsl).
+
+Framing follows the pose: ``frame_camera()`` fits the camera to ``scene_bounds()`` (MorphRuntime.bounds at the
+current weights and skeleton pose, not every target at full weight) and puts the ground just under the posed
+model; the orbit pitch is clamped above the ground. The ground is one big square in grid cells drawn by
+ground.frag (grid lines fading with distance, the whole square fading into the sky before its edge), placed and
+scaled by its model matrix, so re-framing rewrites a push constant, not a buffer.
 """
 
 from __future__ import annotations
