@@ -58,6 +58,7 @@ class Primitive:
     indices: np.ndarray          # (I,) uint32
     space: str = "mesh"
     tangents: np.ndarray | None = None  # (V, 3) float32 (tangent.xyz; w stays the file's handedness)
+    bounds: np.ndarray | None = None    # (2, 3) float32 [min, max] containing ``positions`` (Model.bounds)
 
 
 @dataclass
@@ -289,10 +290,37 @@ class Model:
         primitives as the morph pass leaves them, before skinning."""
         b = self.bake(clip=clip, times=None if time is None else [time], weights=weights, space=space,
                       progress=False, skinning=skinning)
+        # the bake leaves the runtime's weights and self.skeleton at this pose: bounds are for the same pose
         return Pose([Primitive(n, i.node, i.prim_index, self.scene.meshes[self.scene.nodes[i.node].mesh].name,
                                i.prim.is_skinned, b.positions[0, b.slices[n]], b.normals[0, b.slices[n]],
-                               b.indices[n], space, b.tangents[0, b.slices[n]])
+                               b.indices[n], space, b.tangents[0, b.slices[n]], self._bounds(i, space, skinning))
                      for n, i in zip(self.names, self.instances)], space)
+
+    def _bounds(self, inst, space: str, skinning: bool) -> np.ndarray:
+        """(2, 3) float32 [min, max] of an instance at the CURRENT pose (runtime weights, ``self.skeleton``), in
+        the space ``pose(space=, skinning=)`` writes: `MorphRuntime.bounds` (CPU only, conservative and tight)
+        for mesh space and skinned world space; the same cluster bounds (`vkmorph.morph.bounds`) with the
+        node-space palette for mesh space after skinning (the runtime has no name for it), and with each cluster
+        through the node's world matrix for rigid world space (the runtime transforms the whole box, up to
+        1.3x wider on a rotated part). Widened by a few float32 ulps so the GPU's rounding stays inside."""
+        from .morph.bounds import ClusterBounds
+
+        rt, skinned = self.runtime, inst.prim.is_skinned and skinning
+        if space == "mesh" and not skinned:
+            b = rt.bounds(inst.node, inst.prim_index, space="mesh")
+        elif space == "world" and skinned:
+            b = rt.bounds(inst.node, inst.prim_index, space="world", skeleton=self.skeleton)
+        else:
+            cache = self.__dict__.setdefault("_cluster_bounds", {})
+            cb = cache.get(id(inst.prim)) or cache.setdefault(id(inst.prim), ClusterBounds(inst.prim))
+            w = rt.pose.weights(inst.node)[:inst.target_count] if inst.is_morphing else np.zeros(0)
+            if skinned:   # mesh space after skinning: the node-space palette
+                b = cb.at(w, self._matrices(inst, "mesh"))
+            else:         # world, moved by the node: each cluster through it (tight under rotation)
+                b = cb.at(w, matrix=self.skeleton.world_matrices()[inst.node])
+        b = np.asarray(b, np.float64)
+        pad = 8 * np.finfo(np.float32).eps * max(float(np.abs(b).max()), 1e-30)
+        return np.stack([b[0] - pad, b[1] + pad]).astype(np.float32)
 
     def bake(self, clip=None, times=None, weights=None, space: str = "mesh", batch_frames: int | None = None,
              progress: bool | None = None, skinning: bool = True) -> Bake:

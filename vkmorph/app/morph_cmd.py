@@ -2,7 +2,9 @@
 [--names] --out OUT.npz`` (contract: docs/architecture.md), on top of the Python API (`vkmorph.api.Model.pose`).
 
 For primitive i in import order, as instanced by the first node (file order) that uses its mesh, it writes
-``p{i}/position``, ``p{i}/normal``, ``p{i}/tangent`` (float32, V x 3) and ``p{i}/indices`` (uint32); with
+``p{i}/position``, ``p{i}/normal``, ``p{i}/tangent`` (float32, V x 3), ``p{i}/indices`` (uint32) and
+``p{i}/bounds`` (float32, 2 x 3: min, max containing every written position, in the same space; from
+`MorphRuntime.bounds` at the pose, no readback: `vkmorph.api.Model.pose`); with
 ``--names`` the keys are ``<node>/<k>/...`` for every instance instead. Arguments and the output path are
 checked before any GPU work; the file is written atomically (vkmorph.outputs), nothing on error.
 """
@@ -100,8 +102,11 @@ def run_morph(args) -> int:
         np.savez(f, **arrays)
 
     atomic_write(out, write)
-    print(f"wrote {args.out}: {len(arrays) // 4} primitives")
+    print(f"wrote {args.out}: {len(arrays) // len(KEYS)} primitives")
     return 0
+
+
+KEYS = ("position", "normal", "tangent", "indices", "bounds")
 
 
 def _put(arrays: dict[str, np.ndarray], key: str, prim) -> None:
@@ -109,3 +114,4 @@ def _put(arrays: dict[str, np.ndarray], key: str, prim) -> None:
     arrays[f"{key}/normal"] = np.ascontiguousarray(prim.normals, np.float32)
     arrays[f"{key}/tangent"] = np.ascontiguousarray(prim.tangents, np.float32)
     arrays[f"{key}/indices"] = np.ascontiguousarray(prim.indices, np.uint32)
+    arrays[f"{key}/bounds"] = np.ascontiguousarray(prim.bounds, np.float32)

@@ -69,10 +69,12 @@ class ClusterBounds:
     def target_count(self) -> int:
         return self.delta_min.shape[1]
 
-    def at(self, weights, skin_matrices: np.ndarray | None = None) -> np.ndarray:
+    def at(self, weights, skin_matrices: np.ndarray | None = None, matrix: np.ndarray | None = None) -> np.ndarray:
         """(2, 3) float64 [min, max] of every vertex of ``base + sum_t w_t delta_t``, in the mesh's space; with
         ``skin_matrices`` (the (J, 4, 4) palette of a skinned primitive) of the skinned vertices, in the
-        palette's space (world for ``Skeleton.skin_matrices(skin)``)."""
+        palette's space (world for ``Skeleton.skin_matrices(skin)``); with ``matrix`` (one 4x4 affine, e.g. a
+        rigid node's world matrix) each cluster's box through it: tight under rotation, unlike transforming
+        the whole box."""
         w = np.asarray(weights, np.float64).reshape(-1)
         if w.shape != (self.target_count,):
             raise ValueError(f"expected {self.target_count} weights, got {w.shape[0]}")
@@ -80,6 +82,8 @@ class ClusterBounds:
         b = self.delta_max * w[None, :, None]
         lo = self.base_min + np.minimum(a, b).sum(axis=1)
         hi = self.base_max + np.maximum(a, b).sum(axis=1)
+        if matrix is not None:
+            return transform_box(np.stack([lo, hi], axis=1), matrix, union=True)
         if skin_matrices is None or self._pair_cluster is None:
             return np.stack([lo.min(axis=0), hi.max(axis=0)])
         m = np.asarray(skin_matrices, np.float64)[self._pair_joint]              # (P, 4, 4)
@@ -89,12 +93,15 @@ class ClusterBounds:
         return np.stack([(center - half).min(axis=0), (center + half).max(axis=0)])
 
 
-def transform_box(bounds: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+def transform_box(bounds: np.ndarray, matrix: np.ndarray, union: bool = False) -> np.ndarray:
     """(2, 3) axis-aligned box of the 8 corners of ``bounds`` under a 4x4 affine ``matrix`` (column vectors):
-    mesh-space bounds to world space for framing, culling and ground placement."""
-    lo, hi = np.asarray(bounds, np.float64)
+    mesh-space bounds to world space for framing, culling and ground placement. ``union``: ``bounds`` is
+    (N, 2, 3), many boxes; the box of all of them transformed."""
+    b = np.asarray(bounds, np.float64).reshape(-1, 2, 3)
+    if not union and len(b) != 1:
+        raise ValueError(f"expected one (2, 3) box, got {np.shape(bounds)}")
     m = np.asarray(matrix, np.float64)
-    center, half = (lo + hi) / 2, (hi - lo) / 2
-    c = m[:3, :3] @ center + m[:3, 3]
-    r = np.abs(m[:3, :3]) @ half
-    return np.stack([c - r, c + r])
+    center, half = (b[:, 0] + b[:, 1]) / 2, (b[:, 1] - b[:, 0]) / 2
+    c = center @ m[:3, :3].T + m[:3, 3]
+    r = half @ np.abs(m[:3, :3]).T
+    return np.stack([(c - r).min(axis=0), (c + r).max(axis=0)])
