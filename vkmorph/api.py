@@ -129,11 +129,13 @@ class Model:
     ``device``: a substring of the Vulkan device name (default: ``VKMORPH_DEVICE``, else the first GPU);
     ``delta_format``: ``"full"`` or ``"compact"`` (see `vkmorph.render.morph_pass.MorphRuntime`);
     ``weight_range``: the allowed weights (default: the file's, at least [0, 1]); ``extra_weights``: values the
-    file's range is widened to include (the CLI passes the weights it was given, so any finite weight works)."""
+    file's range is widened to include (the CLI passes the weights it was given, so any finite weight works);
+    ``allow_external_uris``: let the file's URIs leave its folder (default: ``VKMORPH_ALLOW_EXTERNAL_URIS``)."""
 
     def __init__(self, path=None, *, validation: bool | None = None, device: str | None = None,
                  delta_format: str = "full", progress: bool | None = None, echo_messages: bool = False,
-                 weight_range: tuple[float, float] | None = None, extra_weights=()):
+                 weight_range: tuple[float, float] | None = None, extra_weights=(),
+                 allow_external_uris: bool | None = None):
         from .app.progress import stages
         from .asset.importer import load_scene
         from .gpu.context import Context, validation_requested
@@ -142,7 +144,7 @@ class Model:
         self.messages: list = []  # validation messages seen (kept after close())
         self.ctx = self.runtime = self._capture = self._bake_cache = None
         with stages(["importing", "Vulkan device", "GPU morph data"], progress, "vkmorph.open") as step:
-            self.scene = load_scene(path)
+            self.scene = load_scene(path, allow_external_uris=allow_external_uris)
             step()
             self.ctx = Context.create(validation=validation_requested(False) if validation is None else validation,
                                       device_name=device, echo_messages=echo_messages)

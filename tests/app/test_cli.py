@@ -16,8 +16,8 @@ from vkmorph import load_scene
 from vkmorph.morph.reference import morph_reference
 
 
-def vkmorph(*args, validation="1"):
-    env = {**os.environ, "VKMORPH_VALIDATION": validation}
+def vkmorph(*args, validation="1", env=None):
+    env = {**os.environ, "VKMORPH_VALIDATION": validation, **(env or {})}
     return subprocess.run([sys.executable, "-m", "vkmorph.app.cli", *map(str, args)], capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=300)
 

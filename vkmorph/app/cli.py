@@ -27,6 +27,11 @@ EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
 
+def external_uris(args) -> bool | None:
+    """``--allow-external-uris`` for load_scene: True when given, else None (the environment decides)."""
+    return True if getattr(args, "allow_external_uris", False) else None
+
+
 def _gpu_context(**kw):
     from ..gpu.context import Context
 
@@ -94,19 +99,24 @@ def cmd_bench(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="vkmorph", description="GPU morph targets and skinning on Vulkan.",
                                  epilog="Environment: VKMORPH_VALIDATION=1|0 (validation layer, exit 3 on any "
-                                        "message), VKMORPH_DEVICE=<name substring>.")
+                                        "message), VKMORPH_DEVICE=<name substring>, VKMORPH_ALLOW_EXTERNAL_URIS=1.")
     ap.add_argument("--version", action="version", version=f"vkmorph {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
+    model = argparse.ArgumentParser(add_help=False)   # what every command that reads a model file takes
+    model.add_argument("--allow-external-uris", action="store_true",
+                       help="let the file's buffer/image URIs leave its folder (absolute paths, ..); refused by "
+                            "default (also VKMORPH_ALLOW_EXTERNAL_URIS=1)")
 
     p = sub.add_parser("devices", help="print the Vulkan device vkmorph would use")
     p.set_defaults(fn=cmd_devices)
 
-    p = sub.add_parser("info", help="what the importer found in FILE, after validation")
+    p = sub.add_parser("info", parents=[model], help="what the importer found in FILE, after validation")
     p.add_argument("file")
     p.add_argument("--json", action="store_true", help="machine-readable output (see docs/architecture.md)")
     p.set_defaults(fn=cmd_info)
 
-    p = sub.add_parser("morph", help="pose FILE on the GPU (morph, optionally skinning) and write vertices to .npz")
+    p = sub.add_parser("morph", parents=[model],
+                       help="pose FILE on the GPU (morph, optionally skinning) and write vertices to .npz")
     p.add_argument("file")
     p.add_argument("--weights", help="comma-separated weights applied to every morph primitive")
     p.add_argument("--weight", action="append", metavar="NAME=W",
@@ -119,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output .npz (position, normal, tangent, indices per primitive)")
     p.set_defaults(fn=cmd_morph)
 
-    p = sub.add_parser("render", help="render one frame of FILE headless to a PNG (shadow + forward pass)")
+    p = sub.add_parser("render", parents=[model],
+                       help="render one frame of FILE headless to a PNG (shadow + forward pass)")
     p.add_argument("file")
     p.add_argument("--clip", help="animation clip name or index (default: the first clip)")
     p.add_argument("--time", type=float, default=0.0, help="seconds into the clip (clamped)")
@@ -127,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output .png")
     p.set_defaults(fn=cmd_render)
 
-    p = sub.add_parser("demo", help="interactive GLFW demo (headless PNG frames when there is no display)")
+    p = sub.add_parser("demo", parents=[model],
+                       help="interactive GLFW demo (headless PNG frames when there is no display)")
     p.add_argument("file", nargs="?", help="model to show; default: the built-in scene")
     p.add_argument("--frames", type=int, default=0, help="stop after N frames (0 = run until closed)")
     p.add_argument("--screenshot", help="write the last frame to this PNG")
@@ -190,8 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = int(args.fn(args) or 0)
         held.flush()
         return status
-    except VkmorphError as exc:
-        print(f"vkmorph {args.command}: {printable(exc)}", file=sys.stderr)
+    except VkmorphError as exc:   # the loader's hint names the Python keyword; on the command line, the flag
+        print(f"vkmorph {args.command}: {printable(exc).replace('allow_external_uris=True', '--allow-external-uris')}",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"vkmorph {args.command}: interrupted", file=sys.stderr)

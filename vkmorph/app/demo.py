@@ -15,6 +15,7 @@ import numpy as np
 
 from ..asset.importer import load_scene
 from ..errors import GpuError, UsageError
+from .cli import external_uris
 
 FRAMES_IN_FLIGHT = 2
 HELP = """vkmorph demo keys
@@ -38,7 +39,7 @@ def headless_requested(args) -> bool:
 def run_demo(args) -> int:
     if args.frames < 0:
         raise UsageError("--frames must be >= 0")
-    scene = load_scene(args.file)
+    scene = load_scene(args.file, allow_external_uris=external_uris(args))
     if headless_requested(args):
         if not args.headless:
             print("vkmorph demo: no display (DISPLAY / WAYLAND_DISPLAY unset); rendering headless to PNG instead",

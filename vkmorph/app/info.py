@@ -7,6 +7,7 @@ import json
 from ..asset.importer import load_scene
 from ..asset.model import SceneAsset
 from ..outputs import printable as _p
+from .cli import external_uris
 
 
 def scene_summary(scene: SceneAsset) -> dict:
@@ -34,7 +35,7 @@ def scene_summary(scene: SceneAsset) -> dict:
 
 
 def run_info(args) -> int:
-    summary = scene_summary(load_scene(args.file))
+    summary = scene_summary(load_scene(args.file, allow_external_uris=external_uris(args)))
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0

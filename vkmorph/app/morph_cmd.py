@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..outputs import atomic_write, check_output
+from .cli import external_uris
 
 
 def parse_weights(text: str) -> np.ndarray:
@@ -70,7 +71,8 @@ def run_morph(args) -> int:
     from ..api import Model
 
     given = list(named.values()) if named else ([] if listed is None else list(listed))
-    model = Model(args.file, echo_messages=True, extra_weights=given)
+    model = Model(args.file, echo_messages=True, extra_weights=given,
+                  allow_external_uris=external_uris(args))
     try:
         scene = model.scene
         clip = scene.clip(args.clip).name if args.clip is not None else None

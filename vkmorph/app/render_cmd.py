@@ -12,6 +12,7 @@ import numpy as np
 
 from ..asset.importer import load_scene
 from ..errors import UsageError
+from .cli import external_uris
 
 
 def run_render(args) -> int:
@@ -25,7 +26,7 @@ def run_render(args) -> int:
     from .progress import stages
 
     with stages(["importing", "Vulkan device", "GPU data and pipelines", "rendering"], desc="vkmorph render") as step:
-        scene = load_scene(args.file)
+        scene = load_scene(args.file, allow_external_uris=external_uris(args))
         clip = scene.clip(args.clip) if args.clip is not None else (scene.animations[0] if scene.animations else None)
 
         from ..anim.player import AnimationPlayer
