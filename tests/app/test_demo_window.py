@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -167,3 +168,82 @@ def test_panel_slider_drives_every_node_with_that_target(xvfb, tmp_path):
     img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
     title = img[5:25, 20:280]                                          # the panel's title bar, ImGui blue
     assert ((np.abs(title - [41, 74, 122]) < 25).all(axis=-1)).mean() > 0.5
+
+
+def _run_demo(display, tmp_path, keys_then, *extra):
+    """Start the demo (validation on), wait for frame 3, focus it, run ``keys_then(wid, lines)``, quit with
+    Escape; returns (stdout lines, stderr, screenshot path)."""
+    shot = tmp_path / "shot.png"
+    env = {**os.environ, "DISPLAY": display, "VKMORPH_VALIDATION": "1", "PYTHONUNBUFFERED": "1"}
+    env.pop("WAYLAND_DISPLAY", None)
+    proc = subprocess.Popen([sys.executable, "-m", "vkmorph", "demo", "--log-frames", "--no-panel", "--screenshot",
+                             shot, *map(str, extra)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        _wait_for(lines, lambda s: s.startswith("frame 3:"))
+        wid = _xdo(display, "search", "--sync", "--name", "vkmorph").stdout.split()[0]
+        _xdo(display, "windowfocus", "--sync", wid)
+        keys_then(wid, lines)
+        _wait_for(lines, lambda s: s.startswith("frame"), start=len(lines))
+        _xdo(display, "key", "Escape")
+        proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    reader.join(5)
+    err = proc.stderr.read()
+    assert proc.returncode == 0, err
+    return lines, err, shot
+
+
+def _outline_pixels(path) -> int:
+    """Pixels of the renderer's outline colour (OUTLINE_COLOR, orange) in a screenshot."""
+    from PIL import Image
+
+    img = np.asarray(Image.open(path).convert("RGB")).astype(int)
+    r, g, b = img[..., 0], img[..., 1], img[..., 2]
+    return int(((r > 220) & (g > 100) & (g < 215) & (b < 90)).sum())
+
+
+def test_tab_outlines_the_selected_mesh_and_f_frames(xvfb, tmp_path):
+    def keys(wid, lines):
+        _xdo(xvfb, "key", "space")                                     # pause the sine drivers
+        _wait_for(lines, lambda s: s == "paused\n")
+        _xdo(xvfb, "key", "Tab")
+        _wait_for(lines, lambda s: s.startswith("selected target "))
+        _xdo(xvfb, "key", "f")
+        _wait_for(lines, lambda s: s.startswith("camera framed (F): bounds"))
+
+    lines, _, shot = _run_demo(xvfb, tmp_path, keys)
+    sel = next(s for s in lines if s.startswith("selected target "))
+    assert "outlined: " in sel, sel
+    assert _outline_pixels(shot) > 300, _outline_pixels(shot)
+
+
+def test_renderer_warnings_printed_and_a_new_clip_is_framed(xvfb, tmp_path):
+    """A cube whose texture is missing (one renderer warning line at start) and two clips: C switches to the
+    clip that holds the cube at y = 5 and the camera is framed on it (bounds printed)."""
+    from tests.render.gltf_gen import GltfBuilder, cube
+
+    b = GltfBuilder()
+    mat = b.material(name="Lost", pbrMetallicRoughness={"baseColorTexture": {"index": b.texture(b.image(
+        uri="nothere.png"))}, "baseColorFactor": [0.2, 0.6, 0.3, 1.0]})
+    node = b.mesh(*cube(), material=mat, name="box")
+    b.animate_translation(node, [0.0, 1.0], [(0, 0, 0), (0, 0, 0)], name="stay")
+    b.animate_translation(node, [0.0, 1.0], [(0, 5, 0), (0, 5, 0)], name="up")
+    path = b.save(tmp_path / "two_clips.gltf")
+
+    def keys(wid, lines):
+        _xdo(xvfb, "key", "c")
+        _wait_for(lines, lambda s: s.startswith("camera framed (clip up): bounds"))
+
+    lines, err, _ = _run_demo(xvfb, tmp_path, keys, path)
+    warn = [s for s in err.splitlines() if s.startswith("vkmorph: warning: ")]
+    assert len(warn) == 1 and "'Lost'" in warn[0] and "nothere.png" in warn[0], err
+    framed = next(s for s in lines if s.startswith("camera framed (clip up)"))
+    lo, hi = (json.loads(x) for x in re.match(r".*bounds (\[.*\]) \.\. (\[.*\])$", framed.strip()).groups())
+    assert abs(lo[1] - 4.5) < 1e-3 and abs(hi[1] - 5.5) < 1e-3, framed

@@ -20,11 +20,12 @@ from .cli import external_uris
 FRAMES_IN_FLIGHT = 2
 HELP = """vkmorph demo keys
   mouse drag / wheel   orbit / zoom the camera
-  TAB / shift+TAB      select the next / previous morph target
+  TAB / shift+TAB      select the next / previous morph target (its mesh is outlined)
   UP / DOWN            raise / lower the selected target's weight (overrides the animation)
+  F                    frame the camera on the model as posed now (also done when the clip changes)
   BACKSPACE            drop all weight overrides
   SPACE                pause / resume the animation;  RIGHT  step one frame while paused
-  C                    cycle the animation (sine drivers, then the file's clips)
+  C                    cycle the animation (sine drivers, then the file's clips) and frame it
   J / N                toggle the bone-weight heat map / select the next joint
   L                    swing the light around
   P                    print the current weights;  H  this help;  ESC  quit
@@ -60,6 +61,7 @@ def run_headless(scene, args) -> int:
     try:
         off = OffscreenRenderer(ctx, scene, 640, 480)
         r = off.renderer
+        print_warnings(r)
         driver = SceneDriver(scene, r.runtime.pose, r.skeleton, sine=args.file is None)
         r.frame_camera()   # camera and ground fitted to the pose the driver shows at t = 0
         last = None
@@ -77,6 +79,12 @@ def run_headless(scene, args) -> int:
     finally:
         ctx.destroy()
     return 3 if ctx.errors_and_warnings() else 0
+
+
+def print_warnings(renderer) -> None:
+    """The renderer's warnings (bad material data it renders without), one line each on stderr."""
+    for line in renderer.warnings:
+        print(f"vkmorph: warning: {line}", file=sys.stderr, flush=True)
 
 
 class DemoWindow:
@@ -141,7 +149,9 @@ class DemoWindow:
 
             self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
                                       sine=self.default_scene)
+            print_warnings(self.renderer)
             self.renderer.frame_camera()   # camera and ground fitted to the pose shown at t = 0
+            self._framed_mode = self.driver.mode
             self.panel = self._make_panel()
             # multisampled colour + depth-stencil per swapchain size, resolved into the swapchain image
             self.presenter.attach(self.renderer.forward_pass,
@@ -192,7 +202,9 @@ class DemoWindow:
             step = -1 if mods & glfw.MOD_SHIFT else 1
             self.selected = (max(self.selected, -1 if step > 0 else 0) + step) % len(targets)
             tgt = targets[self.selected]
-            print(f"selected target {tgt.name!r} ({len(tgt.slots)} nodes)", flush=True)
+            self.renderer.selected = tgt.slots[0][0]   # the renderer outlines one node: the target's first
+            print(f"selected target {tgt.name!r} ({len(tgt.slots)} nodes; outlined: "
+                  f"{self.scene.nodes[tgt.slots[0][0]].name})", flush=True)
         elif key in (glfw.KEY_UP, glfw.KEY_DOWN) and targets:
             tgt = targets[max(self.selected, 0) % len(targets)]
             node, t = tgt.slots[0]
@@ -210,7 +222,9 @@ class DemoWindow:
             self.driver.step()
             print(f"step to t={self.driver.time:.3f}s", flush=True)
         elif key == glfw.KEY_C:
-            print(f"animation: {self.driver.cycle()}", flush=True)
+            print(f"animation: {self.driver.cycle()}", flush=True)   # framed by _frame_on_clip_change
+        elif key == glfw.KEY_F:
+            self._frame_camera("F")
         elif key == glfw.KEY_J:
             self.heat = not self.heat
             print(f"heat map {'on' if self.heat else 'off'} (joint {self._joint_name()})", flush=True)
@@ -230,6 +244,20 @@ class DemoWindow:
             pose = self.renderer.runtime.pose
             for node in pose.morph_nodes:
                 print(f"{self.scene.nodes[node].name}: {np.round(pose.weights(node), 3).tolist()}", flush=True)
+
+    def _frame_camera(self, why: str) -> None:
+        self.renderer.frame_camera()
+        self._framed_mode = self.driver.mode
+        lo, hi = self.renderer.bounds
+        print(f"camera framed ({why}): bounds {np.round(lo, 3).tolist()} .. {np.round(hi, 3).tolist()}", flush=True)
+
+    def _frame_on_clip_change(self) -> None:
+        """Auto-frame when the clip changed (C key or the panel's clip list) or the panel's button asked."""
+        if self.driver.mode != self._framed_mode:
+            self._frame_camera(f"clip {self.driver.mode_name}")
+        if self.panel is not None and self.panel.frame_requested:
+            self.panel.frame_requested = False
+            self._frame_camera("panel")
 
     def _on_mouse_button(self, window, button, action, mods) -> None:
         import glfw
@@ -305,6 +333,7 @@ class DemoWindow:
                                                    self.stats, heat)
                 self._panel_t = now
                 self.heat, self.heat_joint = heat["on"], heat["joint"]
+            self._frame_on_clip_change()
             self.renderer.heat_joint = self.heat_joint if self.heat else -1
             shot = bool(self.args.screenshot) and frames and self.frame_index == frames - 1
             try:
@@ -334,7 +363,8 @@ class DemoWindow:
             self.frame_index += 1
             title_frames += 1
             self.stats.update(morph_ms=gpu_ms[0], frame_ms=gpu_ms[1], dispatched=counters.dispatched,
-                              skipped=counters.skipped)
+                              skipped=counters.skipped,
+                              selected=self._targets()[self.selected].name if self.selected >= 0 else None)
             if now - title_t >= 0.5:
                 fps = title_frames / (now - title_t)
                 self.stats["fps"] = fps

@@ -61,7 +61,9 @@ class SceneDriver:
         self.apply()
 
     def set_override(self, node: int, target: int, value: float) -> float:
-        lo, hi = 0.0, 1.0
+        """Hold ``target`` of ``node`` at ``value``, clamped to the pose's weight range (the file's, at least
+        [0, 1]: a file whose clips reach -1 or 2 can be set there); returns the value held."""
+        lo, hi = self.pose.weight_range
         self.overrides[(node, target)] = min(max(value, lo), hi)
         self.apply()
         return self.overrides[(node, target)]

@@ -2,8 +2,9 @@
 
 Weight sliders by target name (one slider drives every node that has that target, e.g. "Surprised" on each part
 of a head; targets whose deltas are all zero are not offered), clip selection with pause and a timeline
-scrubber, the heat-map joint by name with its colour legend, FPS and GPU times. Mouse input goes to the panel
-when it is over it (``wants_mouse``), else to the camera.
+scrubber (a new clip re-frames the camera; so does the "frame camera" button), the target selected with TAB
+(outlined in the view), the heat-map joint by name with its colour legend, FPS and GPU times. Mouse input goes
+to the panel when it is over it (``wants_mouse``), else to the camera.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class DemoPanel:
         self.targets = panel_targets(scene, pose.morph_nodes)
         self.joint_names = ([scene.nodes[j].name for j in scene.skins[0].joints] if scene.skins else [])
         self.visible = True
+        self.frame_requested = False   # the "frame camera" button; the demo frames and clears it
 
     # ------------------------------------------------------------------ input from GLFW
     @property
@@ -87,6 +89,7 @@ class DemoPanel:
                 self._clips()
                 self._weights()
                 self._heat(heat)
+                self._view(stats)
             imgui.end()
         imgui.render()
         self.renderer.update_textures()  # before the frame's command buffer is begun (may wait for the GPU)
@@ -126,13 +129,21 @@ class DemoPanel:
         for i, tgt in enumerate(self.targets):
             node, k = tgt.slots[0]
             cur = float(self.pose.weights(node)[k])
-            changed, v = imgui.slider_float(f"{tgt.name}##w{i}", cur, 0.0, 1.0)
+            changed, v = imgui.slider_float(f"{tgt.name}##w{i}", cur, *self.pose.weight_range)
             if changed:
                 for node, k in tgt.slots:
                     d.set_override(node, k, v)
         if d.overrides and imgui.button("release sliders (animation drives weights)"):
             d.overrides.clear()
             d.apply()
+
+    def _view(self, s: dict) -> None:
+        """Last, so the rows above keep their places: the TAB selection (outlined) and the auto-frame button."""
+        imgui = self.imgui
+        imgui.separator_text("view")
+        imgui.text(f"selected (TAB, outlined): {s.get('selected') or 'none'}")
+        if imgui.button("frame camera (F)"):
+            self.frame_requested = True
 
     def _heat(self, heat: dict) -> None:
         imgui = self.imgui
