@@ -36,3 +36,26 @@ def test_committed_h200_report_renders_with_its_goals():
         assert row["floor_mb"] * 1e6 == pytest.approx(row["vertices"] * 84 + row["active_deltas"] * 40, rel=1e-6)
     names = [g[0] for g in goals(report)]
     assert any("15,000" in n for n in names) and any("0.5" in n for n in names)
+
+
+def test_reports_are_written_all_or_nothing(tmp_path, monkeypatch):
+    """write_reports goes through vkmorph.outputs.atomic_write: JSON and markdown land whole, and a failure
+    while producing the markdown leaves the previous file untouched (no truncated half report)."""
+    from argparse import Namespace
+
+    import vkmorph.app.bench as bench_mod
+
+    report = json.loads((ROOT / "bench" / "2026-11-30-h200.json").read_text())
+    args = Namespace(json=tmp_path / "b.json", markdown=tmp_path / "b.md", plot=None)
+    bench_mod.write_reports(report, args)
+    assert json.loads(args.json.read_text()) == report
+    assert args.markdown.read_text() == markdown(report)
+
+    def broken(_report):
+        raise RuntimeError("markdown failed")
+
+    monkeypatch.setattr(bench_mod, "markdown", broken)
+    with pytest.raises(RuntimeError):
+        bench_mod.write_reports(report, args)
+    assert args.markdown.read_text() == markdown(report)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json", "b.md"]     # no temporary left

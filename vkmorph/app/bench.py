@@ -514,12 +514,13 @@ def run_bench(args) -> int:
 
 
 def write_reports(report: dict, args) -> None:
+    """Each report all or nothing (vkmorph.outputs.atomic_write): an error or Ctrl-C leaves no half file."""
+    from ..outputs import atomic_write
+
     if getattr(args, "json", None):
-        with open(args.json, "w") as fh:
-            json.dump(report, fh, indent=2)
+        atomic_write(args.json, lambda fh: fh.write(json.dumps(report, indent=2).encode()))
     if getattr(args, "markdown", None):
-        with open(args.markdown, "w") as fh:
-            fh.write(markdown(report))
+        atomic_write(args.markdown, lambda fh: fh.write(markdown(report).encode()))
     if getattr(args, "plot", None):
         plot(report, args.plot)
 
@@ -627,4 +628,7 @@ def plot(report: dict, path: str) -> None:
     ax[1].legend()
     fig.suptitle(f"vkmorph bench: {report['device']} ({report['date']})")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from ..outputs import atomic_write
+
+    atomic_write(path, lambda fh: fig.savefig(fh, dpi=110, format="png"))
+    plt.close(fig)

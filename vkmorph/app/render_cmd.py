@@ -1,6 +1,7 @@
 """``vkmorph render FILE [--clip NAME --time T] [--size WxH] --out OUT.png``: one headless frame.
 
-The camera frames the scene's bounds at the sampled pose (skinned extents + morph conservative bounds).
+The camera and the ground are fitted to the model as posed at the sampled time (``SceneRenderer.frame_camera``:
+the posed bounds of every primitive, morph weights and skinning included, from `MorphRuntime.bounds`).
 Arguments are checked before any GPU work; the PNG is written atomically, nothing on error.
 """
 
@@ -43,7 +44,7 @@ def run_render(args) -> int:
                 player = AnimationPlayer(scene, off.renderer.runtime.pose, off.renderer.skeleton)
                 player.clip = clip
                 player.apply(min(max(args.time, 0.0), clip.duration))
-                off.renderer.reframe()
+                off.renderer.frame_camera()
             rgba = off.render()
             for line in off.warnings:  # bad material data: rendered without it, exit status stays 0
                 print(f"vkmorph: warning: {line}", file=sys.stderr)
