@@ -48,6 +48,27 @@ def test_info_json_matches_the_file():
     assert all(isinstance(p["delta_count"], int) for p in d["primitives"])
 
 
+@pytest.mark.parametrize("model", [("RobotExpressive", "RobotExpressive.glb"), ("SimpleSkin", "SimpleSkin.gltf")])
+def test_info_json_nodes_materials_rest_bounds_from_the_file(model):
+    """Per primitive: the nodes instancing its mesh, its material's name and the POSITION accessor's min/max."""
+    path = asset(*model)
+    r = vkmorph("info", path, "--json")
+    assert r.returncode == 0, r.stderr
+    d, ref = json.loads(r.stdout), Gltf(path)
+    got = iter(d["primitives"])
+    mats = ref.json.get("materials", [])
+    for m_i, mesh in enumerate(ref.json["meshes"]):
+        nodes = [n.get("name") or f"nodes[{i}]" for i, n in enumerate(ref.json["nodes"]) if n.get("mesh") == m_i]
+        for gp in mesh["primitives"]:
+            p = next(got)
+            acc = ref.json["accessors"][gp["attributes"]["POSITION"]]
+            np.testing.assert_allclose(p["rest_bounds"], [acc["min"], acc["max"]], rtol=1e-6, atol=1e-6)
+            assert p["nodes"] == nodes, (p["nodes"], nodes)
+            if "material" in gp and mats[gp["material"]].get("name"):
+                assert p["material"] == mats[gp["material"]]["name"], (p["material"], gp["material"])
+            assert (p["skin"] is not None) == p["skinned"]
+
+
 def test_info_on_bad_input_is_one_line_exit_2(tmp_path):
     for bad in (tmp_path / "missing.glb", tmp_path):
         r = vkmorph("info", bad)

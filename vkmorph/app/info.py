@@ -1,4 +1,7 @@
-"""``vkmorph info FILE [--json]``: what the importer found, after validation (keys in docs/architecture.md)."""
+"""``vkmorph info FILE [--json]``: what the importer found, after validation (keys in docs/architecture.md).
+
+CPU only (no Vulkan device): per primitive also the nodes that instance its mesh, its material's name and its
+rest-pose bounds (``rest_bounds``: [min, max] of the base positions, mesh space, before morphing and skinning)."""
 
 from __future__ import annotations
 
@@ -14,9 +17,14 @@ def scene_summary(scene: SceneAsset) -> dict:
     from ..morph.gpu_data import count_deltas
 
     prims = []
-    for m in scene.meshes:
+    for m_i, m in enumerate(scene.meshes):
+        nodes = [n.name for n in scene.nodes if n.mesh == m_i]
         for p in m.primitives:
-            prims.append({"mesh": m.name, "vertex_count": p.vertex_count, "index_count": int(len(p.indices)),
+            pos = p.vertices["position"]
+            rest = [pos.min(axis=0).tolist(), pos.max(axis=0).tolist()] if len(pos) else None
+            prims.append({"mesh": m.name, "nodes": nodes, "material": p.material.name if p.material else None,
+                          "rest_bounds": rest, "skin": p.skin,
+                          "vertex_count": p.vertex_count, "index_count": int(len(p.indices)),
                           "target_names": p.target_names, "delta_count": count_deltas(p),
                           "target_normals_derived": [t.normals_derived for t in p.morph_targets],
                           "target_names_generated": [t.generated_name for t in p.morph_targets],
@@ -48,6 +56,8 @@ def run_info(args) -> int:
               + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else "")
               + (f", {p['unweighted_vertices']} vertices without influence (rigid with the mesh node)"
                  if p['unweighted_vertices'] else ""))
+        if p["nodes"] or p["material"]:
+            print(f"      nodes: {_p(', '.join(p['nodes'])) or '(none)'}; material: {_p(p['material'] or '(none)')}")
         if p["target_names"]:
             print(f"      targets: {_p(', '.join(p['target_names']))}")
             generated = [n for n, g in zip(p["target_names"], p["target_names_generated"]) if g]
