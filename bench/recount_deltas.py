@@ -15,13 +15,14 @@ def count(V, T, coverage, pattern, seed=0):
     rng.random((V, 3), np.float32)
     n = max(1, int(V * coverage))
     total = 0
-    for k in range(T):
+    for _ in range(T):
         if pattern == "clustered":
             runs = np.diff(np.r_[0, np.sort(rng.integers(0, n + 1, 2)), n])
             idx = np.unique(np.concatenate([np.arange(s, s + r) for s, r in zip(rng.integers(0, V - runs + 1), runs)]))
         else:
             idx = np.flatnonzero(rng.random(V) < coverage) if V > 4096 else rng.choice(V, n, replace=False)
-        rng.normal(0, 0.01, (len(idx), 3)); rng.normal(0, 0.05, (len(idx), 3))
+        rng.normal(0, 0.01, (len(idx), 3))
+        rng.normal(0, 0.05, (len(idx), 3))
         total += len(idx)
     return total
 
