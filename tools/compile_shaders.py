@@ -133,10 +133,11 @@ GL_TYPES = {0x1406: ("f", 1), 0x8B50: ("f", 2), 0x8B51: ("f", 3), 0x8B52: ("f", 
 
 
 def _kind_count(sub) -> tuple[str, int]:
+    """(kind GLSL sees, component count); an 8-bit unsigned vertex field is UNORM, i.e. float in GLSL."""
     n = 1
     for d in sub.shape:
         n *= d
-    return sub.base.kind, n
+    return ("f" if sub.base.itemsize == 1 and sub.base.kind == "u" else sub.base.kind), n
 
 
 def _struct_problems(where: str, struct: I.Struct, members: dict[str, dict], prefix: str,

@@ -147,34 +147,32 @@ def model_primitives(name: str) -> list[MeshPrimitiveAsset]:
 
 # ------------------------------------------------------------------------------------------------ timing
 class WindowTimer:
-    """Runs of recorded frames timed with timestamps inside one command buffer (one time window)."""
+    """Runs of recorded frames timed with timestamps inside one command buffer (one time window); the query
+    pools are vkmorph.gpu.timestamps' (shared with the demo), one per number of segments."""
 
-    def __init__(self, ctx, slots: int = 3):
-        from ..gpu.vk import vk
-
-        self.ctx, self.vk, self.slots = ctx, vk, slots
-        self.pool = vk.vkCreateQueryPool(ctx.device, vk.VkQueryPoolCreateInfo(
-            queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=slots), None)
-        self._key = ctx.track("timestamp query pool", self._release)
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self._stamps: dict[int, object] = {}
         self.gpu_s = 0.0
 
     def run(self, segments, frames: int) -> list[float]:
         """Record ``frames`` frames of each segment back to back; returns GPU ms per frame of each."""
-        vk = self.vk
+        from ..gpu.timestamps import BOTTOM, TOP, Timestamps
+
         n = len(segments) + 1
+        if n not in self._stamps:
+            self._stamps[n] = Timestamps(self.ctx, count=n)
+        ts = self._stamps[n]
 
         def rec(cb):
-            vk.vkCmdResetQueryPool(cb, self.pool, 0, n)
-            vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.pool, 0)
+            ts.reset(cb)
+            ts.write(cb, 0, 0, TOP)
             for i, seg in enumerate(segments):
                 for _ in range(frames):
                     seg(cb)
-                vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.pool, i + 1)
+                ts.write(cb, i + 1, 0, BOTTOM)
         self.ctx.submit_and_wait(rec, timeout_s=600.0)
-        data = np.zeros(n, np.uint64)
-        vk.vkGetQueryPoolResults(self.ctx.device, self.pool, 0, n, 8 * n, vk.ffi.from_buffer(data), 8,
-                                 vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
-        ms = np.diff(data.astype(np.float64)) * self.ctx.info.timestamp_period_ns * 1e-6
+        ms = np.diff([0.0, *ts.read_ms(0)])
         self.gpu_s += float(ms.sum()) * 1e-3
         return [float(x) / frames for x in ms]
 
@@ -196,12 +194,10 @@ class WindowTimer:
             out.append((x, y))
         return frames, out
 
-    def _release(self):
-        self.vk.vkDestroyQueryPool(self.ctx.device, self.pool, None)
-
     def destroy(self):
-        self._release()
-        self.ctx.untrack(self._key)
+        for ts in self._stamps.values():
+            ts.destroy()
+        self._stamps.clear()
 
 
 class CopyFrames:

@@ -12,15 +12,16 @@ import ctypes
 
 import numpy as np
 
+from ..errors import GpuError
 from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
 from ..gpu.image import Image, Sampler
-from ..gpu.pipeline import create_shader_module
-from ..gpu.vk import vk
+from ..gpu.interface import UI, UI_INPUT
+from ..gpu.pipeline import create_shader_module, push_constant_stages, set_layout_bindings, vertex_input_attributes
+from ..gpu.vk import call, vk
 
 ATLAS_FORMAT = vk.VK_FORMAT_R8G8B8A8_UNORM
-PUSH_SIZE = 16  # vec2 scale, vec2 translate
 
 
 def overlay_render_pass(ctx: Context, group: G.ObjectGroup, color_format: int):
@@ -48,7 +49,7 @@ def overlay_render_pass(ctx: Context, group: G.ObjectGroup, color_format: int):
     ]
     info = vk.VkRenderPassCreateInfo(attachmentCount=1, pAttachments=[att], subpassCount=1, pSubpasses=[sub],
                                      dependencyCount=len(deps), pDependencies=deps)
-    return group.add(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(ctx.device, info, None))
+    return group.add(vk.vkDestroyRenderPass, call("vkCreateRenderPass", ctx.device, info, None, what="imgui overlay"))
 
 
 def _ui_pipeline(ctx: Context, group: G.ObjectGroup, layout, render_pass, vertex_size: int):
@@ -60,15 +61,11 @@ def _ui_pipeline(ctx: Context, group: G.ObjectGroup, layout, render_pass, vertex
                                                      pName="main")]
         binding = vk.VkVertexInputBindingDescription(binding=0, stride=vertex_size,
                                                      inputRate=vk.VK_VERTEX_INPUT_RATE_VERTEX)
-        attrs = [vk.VkVertexInputAttributeDescription(location=0, binding=0, format=vk.VK_FORMAT_R32G32_SFLOAT,
-                                                      offset=0),
-                 vk.VkVertexInputAttributeDescription(location=1, binding=0, format=vk.VK_FORMAT_R32G32_SFLOAT,
-                                                      offset=8),
-                 vk.VkVertexInputAttributeDescription(location=2, binding=0, format=vk.VK_FORMAT_R8G8B8A8_UNORM,
-                                                      offset=16)]
+        attrs = [vk.VkVertexInputAttributeDescription(location=loc, binding=0, format=fmt, offset=off)
+                 for loc, _, fmt, off in vertex_input_attributes(UI_INPUT.vertex)]
         vin = vk.VkPipelineVertexInputStateCreateInfo(vertexBindingDescriptionCount=1,
                                                       pVertexBindingDescriptions=[binding],
-                                                      vertexAttributeDescriptionCount=3,
+                                                      vertexAttributeDescriptionCount=len(attrs),
                                                       pVertexAttributeDescriptions=attrs)
         ia = vk.VkPipelineInputAssemblyStateCreateInfo(topology=vk.VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST)
         vp = vk.VkPipelineViewportStateCreateInfo(viewportCount=1, scissorCount=1)
@@ -91,7 +88,7 @@ def _ui_pipeline(ctx: Context, group: G.ObjectGroup, layout, render_pass, vertex
             stageCount=2, pStages=stages, pVertexInputState=vin, pInputAssemblyState=ia, pViewportState=vp,
             pRasterizationState=rs, pMultisampleState=ms, pDepthStencilState=ds, pColorBlendState=cbs,
             pDynamicState=dyn, layout=layout, renderPass=render_pass, subpass=0)
-        pipe = vk.vkCreateGraphicsPipelines(ctx.device, vk.VK_NULL_HANDLE, 1, [info], None)[0]
+        pipe = call("vkCreateGraphicsPipelines", ctx.device, vk.VK_NULL_HANDLE, 1, [info], None, what="imgui")[0]
     finally:
         for m in modules:
             vk.vkDestroyShaderModule(ctx.device, m, None)
@@ -117,11 +114,13 @@ class ImGuiRenderer:
         io.backend_flags |= imgui.BackendFlags_.renderer_has_vtx_offset.value
         self.group = G.ObjectGroup(ctx, "imgui renderer")
         self.render_pass = overlay_render_pass(ctx, self.group, color_format)
-        self.set_layout = G.set_layout(ctx, self.group, [(0, vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
-                                                          vk.VK_SHADER_STAGE_FRAGMENT_BIT)])
+        if imgui.VERTEX_SIZE != UI_INPUT.vertex.itemsize:
+            raise GpuError(f"imgui-bundle's ImDrawVert is {imgui.VERTEX_SIZE} bytes; vkmorph's ui_vertex "
+                           f"interface (gpu/interface.py UI_VERTEX) declares {UI_INPUT.vertex.itemsize}")
+        self.set_layout = G.set_layout(ctx, self.group, set_layout_bindings(UI, 0))
         self.pool = G.descriptor_pool(ctx, self.group, self.MAX_TEXTURES,
                                       {vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER: self.MAX_TEXTURES})
-        self.layout = G.pipeline_layout(ctx, self.group, [self.set_layout], PUSH_SIZE, vk.VK_SHADER_STAGE_VERTEX_BIT)
+        self.layout = G.pipeline_layout(ctx, self.group, [self.set_layout], UI.push.size, push_constant_stages(UI))
         self.pipeline = _ui_pipeline(ctx, self.group, self.layout, self.render_pass, imgui.VERTEX_SIZE)
         self.sampler = Sampler(ctx)
         self.textures: dict[int, tuple[Image, object]] = {}
@@ -161,7 +160,8 @@ class ImGuiRenderer:
                       vk.VK_IMAGE_ASPECT_COLOR_BIT, name="imgui texture")
         self._upload(image, pixels, first=True)
         dset = self._free_sets.pop() if self._free_sets else G.allocate_set(self.ctx, self.pool, self.set_layout)
-        G.write_image(self.ctx, dset, 0, image.view, self.sampler.handle, vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
+        G.write_image(self.ctx, dset, UI["atlas"].binding, image.view, self.sampler.handle,
+                      vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
         key = self._next_id
         self._next_id += 1
         self.textures[key] = (image, dset)
@@ -245,7 +245,7 @@ class ImGuiRenderer:
             dx, dy = draw_data.display_pos.x, draw_data.display_pos.y
             self.push[:] = (2.0 / draw_data.display_size.x, 2.0 / draw_data.display_size.y, 0.0, 0.0)
             self.push[2], self.push[3] = -1.0 - dx * self.push[0], -1.0 - dy * self.push[1]
-            vk.vkCmdPushConstants(cb, self.layout, vk.VK_SHADER_STAGE_VERTEX_BIT, 0, PUSH_SIZE,
+            vk.vkCmdPushConstants(cb, self.layout, push_constant_stages(UI), 0, UI.push.size,
                                   M.cffi_pointer(self.push))
             sx, sy = draw_data.framebuffer_scale.x, draw_data.framebuffer_scale.y
             bound = None

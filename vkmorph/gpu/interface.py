@@ -143,13 +143,19 @@ _FORMAT_SUFFIX = {"f": "SFLOAT", "u": "UINT", "i": "SINT"}
 
 def vertex_attributes(dtype: np.dtype, first_location: int = 0) -> list[VertexAttribute]:
     """One attribute per field of a vertex dtype, location = first_location + field order (``inPosition`` at
-    location 0, ...)."""
+    location 0, ...). 4-byte fields are read as they are (float / uint / int); a ``u1`` field is
+    unsigned-normalized (``("color", "u1", 4)`` -> R8G8B8A8_UNORM, a vec4 in [0, 1] in GLSL)."""
     out = []
     for loc, name in enumerate(dtype.names, first_location):
         sub, off = dtype.fields[name][:2]
         n = int(np.prod(sub.shape)) if sub.shape else 1
-        fmt = "VK_FORMAT_" + "".join(f"{c}32" for c in "RGBA"[:n]) + "_" + _FORMAT_SUFFIX[sub.base.kind]
-        out.append(VertexAttribute(loc, name, glsl_type(sub), fmt, off))
+        if sub.base.kind == "u" and sub.base.itemsize == 1 and 1 <= n <= 4:
+            fmt = "VK_FORMAT_" + "".join(f"{c}8" for c in "RGBA"[:n]) + "_UNORM"
+            glsl = "float" if n == 1 else f"vec{n}"
+        else:
+            fmt = "VK_FORMAT_" + "".join(f"{c}32" for c in "RGBA"[:n]) + "_" + _FORMAT_SUFFIX[sub.base.kind]
+            glsl = glsl_type(sub)
+        out.append(VertexAttribute(loc, name, glsl, fmt, off))
     return out
 
 
@@ -308,7 +314,8 @@ SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows wit
 _VF = (VERTEX, FRAGMENT)
 _F = (FRAGMENT,)
 SCENE = ShaderInterface(
-    "scene", ("skin.vert", "static.vert", "forward.frag", "outline.frag", "shadow_mask.frag"),
+    "scene", ("skin.vert", "static.vert", "forward.frag", "ground.frag", "outline.frag",
+              "shadow_mask.frag"),
     "graphics pipelines: set 0 per frame (shadow map, frame constants), set 1 per item (skinning palette), "
     "set 2 per material",
     bindings=(Binding("shadow_map", 0, SAMPLER, _F, "sampler2DShadow"),
@@ -348,8 +355,19 @@ EXTRA_INPUT = ShaderInterface("extra_vertex", ("skin.vert", "static.vert"),
                               "vertex binding 1 of every graphics pipeline (COLOR_0, TEXCOORD_1; not morphed)",
                               vertex=EXTRA_VERTEX, vertex_location=EXTRA_VERTEX_LOCATION)
 
+UI_PUSH = np.dtype([("scale", "<f4", 2), ("translate", "<f4", 2)])
+UI_VERTEX = np.dtype([("pos", "<f4", 2), ("uv", "<f4", 2), ("color", "u1", 4)])   # Dear ImGui's ImDrawVert
+UI = ShaderInterface(
+    "ui", ("ui.vert", "ui.frag"), "Dear ImGui overlay (app/ui_renderer.py): one texture, pixels -> NDC",
+    bindings=(Binding("atlas", 0, SAMPLER, (FRAGMENT,), "sampler2D"),),
+    push=PushConstants(Struct("Push", UI_PUSH, notes=(("scale", "NDC = pixel position * scale + translate"),)),
+                       (VERTEX,)))
+UI_INPUT = ShaderInterface("ui_vertex", ("ui.vert",), "vertex inputs of the ImGui overlay (ImDrawVert)",
+                           vertex=UI_VERTEX)
+
 INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, MORPH_VERTEX, MORPH_COMPACT_VERTEX, NORMALS,
-                                           SKIN_CAPTURE, COPY, SCENE, STATIC_INPUT, SKINNED_INPUT, EXTRA_INPUT)
+                                           SKIN_CAPTURE, COPY, SCENE, STATIC_INPUT, SKINNED_INPUT, EXTRA_INPUT, UI,
+                                           UI_INPUT)
 
 
 # ---------------------------------------------------------------------------------------------------- GLSL

@@ -20,7 +20,7 @@ from .context import Context
 from .image import DEPTH_FORMAT, Image
 from .swapchain import SurfaceFunctions, Swapchain, choose_format, create_surface
 from .timestamps import BOTTOM, TOP, Timestamps
-from .vk import vk
+from .vk import call, vk
 
 
 @dataclass
@@ -49,10 +49,10 @@ class WindowPresenter:
         self.frame_group = G.ObjectGroup(ctx, "frames in flight")
         self.cbs = [ctx.allocate_command_buffer() for _ in range(frames_in_flight)]
         self.frame_group.add(lambda d, h, a: vk.vkFreeCommandBuffers(d, ctx.command_pool, len(h), h), self.cbs)
-        self.fences = [self.frame_group.add(vk.vkDestroyFence, vk.vkCreateFence(
+        self.fences = [self.frame_group.add(vk.vkDestroyFence, call("vkCreateFence",
             ctx.device, vk.VkFenceCreateInfo(flags=vk.VK_FENCE_CREATE_SIGNALED_BIT), None))
             for _ in range(frames_in_flight)]
-        self.acquired = [self.frame_group.add(vk.vkDestroySemaphore, vk.vkCreateSemaphore(
+        self.acquired = [self.frame_group.add(vk.vkDestroySemaphore, call("vkCreateSemaphore",
             ctx.device, vk.VkSemaphoreCreateInfo(), None)) for _ in range(frames_in_flight)]
         self.timestamps = Timestamps(ctx, timestamps, frames_in_flight)
         self.resized = False
@@ -93,9 +93,8 @@ class WindowPresenter:
         self.overlay_framebuffers = [G.framebuffer(self.ctx, self.sc_group, self.overlay_pass, [v], sc.width,
                                                    sc.height) if self.overlay_pass is not None else None
                                      for v in sc.views]
-        self.render_done = [self.sc_group.add(vk.vkDestroySemaphore,
-                                              vk.vkCreateSemaphore(self.ctx.device, vk.VkSemaphoreCreateInfo(), None))
-                            for _ in sc.images]
+        self.render_done = [self.sc_group.add(vk.vkDestroySemaphore, call(
+            "vkCreateSemaphore", self.ctx.device, vk.VkSemaphoreCreateInfo(), None)) for _ in sc.images]
 
     def _destroy_swapchain_objects(self) -> None:
         if self.sc_group is not None:
@@ -124,9 +123,9 @@ class WindowPresenter:
             self._recreate()
             return None
         self._optimal = optimal
-        vk.vkResetFences(ctx.device, 1, [fence])
+        call("vkResetFences", ctx.device, 1, [fence])
         cb = self.cbs[slot]
-        vk.vkResetCommandBuffer(cb, 0)
+        call("vkResetCommandBuffer", cb, 0)
         ctx.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         self.timestamps.reset(cb, slot)
         self.timestamps.write(cb, 0, slot, TOP)
@@ -170,7 +169,7 @@ class WindowPresenter:
         from ..errors import GpuError
 
         try:
-            vk.vkWaitForFences(self.ctx.device, 1, [fence], vk.VK_TRUE, 10**10)
+            call("vkWaitForFences", self.ctx.device, 1, [fence], vk.VK_TRUE, 10**10)
         except vk.VkTimeout:
             raise GpuError("a frame did not finish within 10 s") from None
 

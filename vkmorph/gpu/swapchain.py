@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import GpuError
 from .context import Context
-from .vk import ffi, vk
+from .vk import call, ffi, vk
 
 _UINT32_MAX = 0xFFFFFFFF
 
@@ -80,7 +80,7 @@ class Swapchain:
         rng = vk.VkImageSubresourceRange(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0, levelCount=1,
                                          baseArrayLayer=0, layerCount=1)
         for img in self.images:
-            self.views.append(vk.vkCreateImageView(ctx.device, vk.VkImageViewCreateInfo(
+            self.views.append(call("vkCreateImageView", ctx.device, vk.VkImageViewCreateInfo(
                 image=img, viewType=vk.VK_IMAGE_VIEW_TYPE_2D, format=self.format, subresourceRange=rng), None))
         self._key = ctx.track("swapchain", self._release)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .context import Context
-from .vk import ffi, vk
+from .vk import call, ffi, vk
 
 TOP = vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
 COMPUTE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
@@ -23,7 +23,7 @@ class Timestamps:
     def __init__(self, ctx: Context, count: int = 2, slots: int = 1):
         self.ctx, self.count, self.slots = ctx, count, slots
         self.valid = bool(ctx.info.timestamp_valid)
-        self.pool = vk.vkCreateQueryPool(ctx.device, vk.VkQueryPoolCreateInfo(
+        self.pool = call("vkCreateQueryPool", ctx.device, vk.VkQueryPoolCreateInfo(
             queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=count * slots), None)
         self.used = [False] * slots
         self._data = np.zeros(count, np.uint64)
@@ -41,9 +41,8 @@ class Timestamps:
         """Milliseconds from timestamp 0 to each later one (waits for the results); None before first use."""
         if not (self.valid and self.used[slot]):
             return None
-        vk.vkGetQueryPoolResults(self.ctx.device, self.pool, slot * self.count, self.count, 8 * self.count,
-                                 ffi.from_buffer(self._data), 8,
-                                 vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+        call("vkGetQueryPoolResults", self.ctx.device, self.pool, slot * self.count, self.count, 8 * self.count,
+             ffi.from_buffer(self._data), 8, vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
         p = self.ctx.info.timestamp_period_ns * 1e-6
         return [float(self._data[i] - self._data[0]) * p for i in range(1, self.count)]
 
