@@ -38,8 +38,6 @@ from ..asset.model import STATIC_VERTEX, MeshAsset, MeshPrimitiveAsset, MorphTar
 
 FRAME_MS = 1000.0 / 60.0
 BYTE_MODEL = "floor bytes = V x (48 B base read + 36 B written) + active deltas x 40 B"
-FULL_RUN = ("a full run takes about 3 minutes on an H200 (16 GB of host memory) and about 15 minutes on lavapipe "
-            "with 2 cores; --quick about 1 minute on lavapipe")
 COPY_MB = 256
 
 
