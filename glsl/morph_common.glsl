@@ -1,20 +1,218 @@
-// Shared by morph.comp (full-precision deltas) and morph_compact.comp (16-bit deltas).
-// Batched layout: every morphing primitive of the runtime lives in one set of buffers, so one descriptor set
-// and, when many primitives changed, one dispatch cover them all. Vertex v (global) reads its base vertex, its
-// CSR delta range and writes position/normal/tangent.xyz at outWords[outWord[v] + 0/3/6]: both vertex layouts
-// (static 48 B, skinned 80 B) start with position, normal, tangent, so only the per-vertex base word differs.
+// The morph kernel, shared by morph.comp (full-precision deltas) and morph_compact.comp (snorm16 deltas).
+//
+// Layout (built by vkmorph/morph/gpu_data.py build_chunked_batch, where the reasons are written down): one
+// 256-thread workgroup per chunk of <= 256 consecutive vertices of one primitive; per (chunk, target) block a
+// table entry (weight slot, first delta) and a 256-bit vertex mask; deltas in block order, vertex order inside
+// a block, no per-delta index. Per round of <= 256 table entries the workgroup
+//   1. reads the entries' weights and compacts the active ones (w != 0) in table order into shared memory,
+//      with each block's mask words and the index of the first delta of each mask word (prefix popcounts);
+//   2. each thread collects, per window of 32 active blocks, a bitmask of the blocks that move its vertex and
+//      walks it four hits at a time: delta index = first of its mask word + popcount(mask bits below it).
+//      The four loads are independent (a miss reads delta 0, which is zero, with weight 0), so the memory
+//      system sees them together instead of one dependent load per loop trip.
+// Finally each thread adds its sums to the base vertex, renormalizes the normal, re-orthogonalizes the
+// tangent against it (Gram-Schmidt), and writes the vertex's first 48 bytes as three whole vec4 stores.
+// No atomics: the summation order is fixed, so results are deterministic.
 
-// Declarations (bindings, structs, push constants, NORMALIZE_EPSILON) come from the generated header each
-// kernel includes first: gen/morph.glsl or gen/morph_compact.glsl (vkmorph/gpu/interface.py).
+#ifdef SUBGROUP
+#extension GL_KHR_shader_subgroup_ballot : require
+#endif
+
+// Declarations (bindings, the Chunk and Block structs, push constants, CHUNK, NORMALIZE_EPSILON, local size)
+// come from the generated header each kernel includes first (glsl/gen/<kernel>.glsl, vkmorph/gpu/interface.py).
+const uint WORDS = CHUNK / 32u;
 
 vec3 normalizeOr(vec3 v, vec3 fallback) {
     float len2 = dot(v, v);
     return len2 > NORMALIZE_EPSILON ? v * inversesqrt(len2) : fallback;
 }
 
-void writeVertex(uint v, vec3 p, vec3 n, vec3 t) {
-    uint o = outWord[v];
-    outWords[o] = p.x; outWords[o + 1] = p.y; outWords[o + 2] = p.z;
-    outWords[o + 3] = n.x; outWords[o + 4] = n.y; outWords[o + 5] = n.z;
-    outWords[o + 6] = t.x; outWords[o + 7] = t.y; outWords[o + 8] = t.z;
+// base + sums; normal renormalized; tangent re-orthogonalized against it (Gram-Schmidt, base tangent when
+// degenerate, w kept); the vertex's first 48 bytes written as three whole vec4 stores (texcoord rewritten as is).
+void writeVertex(uint o, vec4 b0, vec4 b1, vec4 b2, vec3 p, vec3 n, vec3 t) {
+    vec3 bn = vec3(b0.w, b1.xy), bt = vec3(b1.zw, b2.x);
+    vec3 nn = normalizeOr(bn + n, bn);
+    vec3 tt = bt + t;
+    tt -= nn * dot(nn, tt);
+    tt = normalizeOr(tt, bt);
+    outVec4[o] = vec4(b0.xyz + p, nn.x);
+    outVec4[o + 1u] = vec4(nn.yz, tt.xy);
+    outVec4[o + 2u] = vec4(tt.z, b2.yzw);
 }
+
+#ifdef VERTEX_LISTS
+// CPU devices (lavapipe runs a workgroup as SIMD batches of invocations and loads per lane; barriers, shared
+// memory and per-block work for every lane are what cost there; measured: a uniform walk of the block table was
+// up to 15x slower than this on sparse random targets): each invocation walks its own vertex's list of
+// (delta index, weight slot) pairs, so the work is proportional to the vertex's deltas. Same deltas, base and
+// output as the workgroup kernel; the lists are built only for this kernel (4 B per vertex + 8 B per delta).
+void main() {
+    uint lane = gl_LocalInvocationID.x;
+    Chunk h = chunks[pc.firstChunk + gl_WorkGroupID.x];
+    if (lane >= h.vertexCount) return;
+    uint v = h.firstVertex + lane;
+    vec3 p = vec3(0.0), n = vec3(0.0), t = vec3(0.0);
+    uint end = vertexFirst[v + 1u];
+    for (uint i = vertexFirst[v]; i < end; ++i) {
+        uvec2 e = vertexDeltas[i];          // delta index, weight slot
+        float w = weights[e.y];
+        if (w != 0.0) accumulate1(e.x, activeWeight(e.y, w), p, n, t);
+    }
+    writeVertex(h.outVec4 + lane * h.strideVec4, base[3u * v], base[3u * v + 1u], base[3u * v + 2u], p, n, t);
+}
+#else
+shared uint sMask[CHUNK * WORDS];    // compacted active blocks: mask words
+shared uint sFirst[CHUNK * WORDS];   // index of the first delta of each mask word
+shared WEIGHT sWeight[CHUNK];        // weight (full) or weight * per-target scales (compact)
+shared uint sScan[CHUNK];
+
+// Exclusive rank of `flag` among the first n lanes (table order) and the total; deterministic.
+uint compactRank(uint lane, bool flag, uint n, out uint total) {
+#ifdef SUBGROUP
+    uvec4 ballot = subgroupBallot(flag);
+    uint below = subgroupBallotExclusiveBitCount(ballot);
+    if (subgroupElect()) sScan[gl_SubgroupID] = subgroupBallotBitCount(ballot);
+    barrier();
+    uint offset = 0u;
+    total = 0u;
+    for (uint i = 0u; i < gl_NumSubgroups; ++i) {
+        uint c = sScan[i];
+        offset += i < gl_SubgroupID ? c : 0u;
+        total += c;
+    }
+    return offset + below;
+#else
+    sScan[lane] = flag ? 1u : 0u;
+    barrier();
+    for (uint off = 1u; off < n; off <<= 1u) {      // Hillis-Steele inclusive scan over the n used lanes
+        uint x = lane >= off ? sScan[lane - off] : 0u;
+        barrier();
+        sScan[lane] += x;
+        barrier();
+    }
+    total = sScan[n - 1u];
+    return sScan[lane] - (flag ? 1u : 0u);
+#endif
+}
+
+// The next block (lowest set bit of `hits`, relative to k0) that moves this thread's vertex: its delta index and
+// weight; delta 0 (zero) and weight 0 when none is left.
+void nextHit(inout uint hits, uint k0, uint word, uint below, out uint d, out WEIGHT w) {
+    int j = findLSB(hits);
+    hits &= hits - 1u;
+    d = 0u;
+    w = WEIGHT(0.0);
+    if (j >= 0) {
+        uint k = k0 + uint(j);
+        uint s = k * WORDS + word;
+        d = sFirst[s] + bitCount(sMask[s] & below);
+        w = sWeight[k];
+    }
+}
+
+void main() {
+#ifdef EMPTY
+    return;                             // experiment: the cost of a frame around the kernel
+#endif
+    uint lane = gl_LocalInvocationID.x;
+    uint c = pc.firstChunk + gl_WorkGroupID.x;
+    Chunk h = chunks[c];
+    uvec4 head = uvec4(h.firstVertex, h.vertexCount, h.firstEntry, h.endEntry);
+    uvec2 dst = uvec2(h.outVec4, h.strideVec4);
+    bool live = lane < head.y;
+    uint v = head.x + lane;
+    vec4 b0 = vec4(0.0), b1 = vec4(0.0), b2 = vec4(0.0);
+#ifndef LATE_BASE
+    if (live) {                             // alternative: issued first to overlap the table walk
+        b0 = base[3u * v];
+        b1 = base[3u * v + 1u];
+        b2 = base[3u * v + 2u];
+    }
+#endif
+    vec3 p = vec3(0.0), n = vec3(0.0), t = vec3(0.0);
+    uint word = lane >> 5u;
+    uint below = (1u << (lane & 31u)) - 1u;
+    uint bit = lane & 31u;
+    for (uint r = head.z; r < head.w; r += CHUNK) {
+        uint e = r + lane;
+        uint count = min(CHUNK, head.w - r);
+        bool act = false;
+        uvec2 entry = uvec2(0u);
+        float wt = 0.0;
+#ifdef PREFETCH
+        uvec4 m0 = uvec4(0u), m1 = uvec4(0u);
+#endif
+        if (e < head.w) {
+            entry = uvec2(table[e].slot, table[e].firstDelta);
+#ifdef PREFETCH
+            m0 = masks[2u * e];                 // experiment: masks loaded with the weight, active or not
+            m1 = masks[2u * e + 1u];
+#endif
+            wt = weights[entry.x];
+            act = wt != 0.0;
+        }
+#ifdef IO_ONLY
+        act = false;                        // experiment: table walk and vertex I/O only
+#endif
+        uint total;
+        uint k = compactRank(lane, act, count, total);
+        if (act) {
+            sWeight[k] = activeWeight(entry.x, wt);
+#ifndef PREFETCH
+            uvec4 m0 = masks[2u * e], m1 = masks[2u * e + 1u];
+#endif
+            uint f = entry.y;
+            uint s = k * WORDS;
+            sMask[s] = m0.x; sFirst[s] = f; f += bitCount(m0.x);
+            sMask[s + 1u] = m0.y; sFirst[s + 1u] = f; f += bitCount(m0.y);
+            sMask[s + 2u] = m0.z; sFirst[s + 2u] = f; f += bitCount(m0.z);
+            sMask[s + 3u] = m0.w; sFirst[s + 3u] = f; f += bitCount(m0.w);
+            sMask[s + 4u] = m1.x; sFirst[s + 4u] = f; f += bitCount(m1.x);
+            sMask[s + 5u] = m1.y; sFirst[s + 5u] = f; f += bitCount(m1.y);
+            sMask[s + 6u] = m1.z; sFirst[s + 6u] = f; f += bitCount(m1.z);
+            sMask[s + 7u] = m1.w; sFirst[s + 7u] = f;
+        }
+        barrier();
+        for (uint k0 = 0u; k0 < total; k0 += 32u) {
+            uint kn = min(32u, total - k0);
+            uint hits = 0u;
+            for (uint j = 0u; j < kn; ++j) hits |= ((sMask[(k0 + j) * WORDS + word] >> bit) & 1u) << j;
+#if defined(UNROLL2)
+            while (hits != 0u) {                // experiment: two delta loads per trip
+                uint d0, d1;
+                WEIGHT w0, w1;
+                nextHit(hits, k0, word, below, d0, w0);
+                nextHit(hits, k0, word, below, d1, w1);
+                accumulate4(d0, d1, 0u, 0u, w0, w1, WEIGHT(0.0), WEIGHT(0.0), p, n, t);
+            }
+#elif defined(UNROLL1)
+            while (hits != 0u) {                // experiment: one (dependent) delta load per trip
+                uint d0;
+                WEIGHT w0;
+                nextHit(hits, k0, word, below, d0, w0);
+                accumulate4(d0, 0u, 0u, 0u, w0, WEIGHT(0.0), WEIGHT(0.0), WEIGHT(0.0), p, n, t);
+            }
+#else
+            while (hits != 0u) {
+                uint d0, d1, d2, d3;
+                WEIGHT w0, w1, w2, w3;
+                nextHit(hits, k0, word, below, d0, w0);
+                nextHit(hits, k0, word, below, d1, w1);
+                nextHit(hits, k0, word, below, d2, w2);
+                nextHit(hits, k0, word, below, d3, w3);
+                accumulate4(d0, d1, d2, d3, w0, w1, w2, w3, p, n, t);
+            }
+#endif
+        }
+        barrier();
+    }
+#ifdef LATE_BASE
+    if (live) {                             // measured better on the H200 (bench/variants-*-c.txt)
+        b0 = base[3u * v];
+        b1 = base[3u * v + 1u];
+        b2 = base[3u * v + 2u];
+    }
+#endif
+    if (live) writeVertex(dst.x + lane * dst.y, b0, b1, b2, p, n, t);
+}
+#endif

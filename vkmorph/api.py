@@ -191,6 +191,10 @@ class Model:
         return next((p.target_names for p in mesh.primitives if p.morph_targets), [])
 
     # ------------------------------------------------------------------ posing (CPU side)
+    def _alive(self) -> None:
+        if getattr(self, "runtime", None) is None:
+            raise UsageError("this model is closed; open it again with vkmorph.open(path)")
+
     def _check(self, clip, time, space):
         if space not in SPACES:
             raise UsageError(f"space must be one of {SPACES}, got {space!r}")
@@ -199,6 +203,7 @@ class Model:
         return self.scene.clip(clip) if clip is not None else None
 
     def _check_weights(self, weights):
+        self._alive()
         if weights is None:
             return None
         pose = self.runtime.pose
@@ -293,9 +298,13 @@ class Model:
              progress: bool | None = None, skinning: bool = True) -> Bake:
         """Sample ``clip`` at each of ``times`` (seconds) and return every frame's vertices, computed on the GPU
         in batches of ``batch_frames`` frames per command buffer (default: as many as fit in 64 MiB)."""
+        self._alive()
         c = self._check(clip, 0.0 if times is not None else None, space)
         w = self._check_weights(weights)
-        times = np.zeros(1) if times is None else np.asarray(times, np.float64).reshape(-1)
+        try:
+            times = np.zeros(1) if times is None else np.asarray(times, np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise UsageError("times must be a list of seconds") from None
         if times.size == 0 or not np.isfinite(times).all():
             raise UsageError("times must be a non-empty list of finite seconds")
         return _GpuBaker(self, space, skinning).run(c, times, w, batch_frames,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -135,8 +137,23 @@ def test_throughput_measurement_reports_both():
     assert r["gpu_vps"] > 0 and r["numpy_vps"] > 0 and r["max_error"] < 1e-4
 
 
-def test_close_is_idempotent_and_context_manager_frees():
+def test_close_is_idempotent_and_use_after_close_raises(tmp_path):
     with vkmorph.open(asset(*CUBE)) as m:
-        m.pose()
+        pose = m.pose(weights=[0.5, 1.0])
+        with pytest.raises(vkmorph.UsageError, match="list of seconds"):
+            m.bake(clip=0, times=["a"])
     m.close()
     assert m.ctx is None and m.runtime is None
+    with pytest.raises(vkmorph.UsageError, match="closed"):
+        m.pose()
+    with pytest.raises(vkmorph.UsageError, match="closed"):
+        m.bake(clip=0, times=[0.0])
+    with pytest.raises(vkmorph.UsageError):
+        vkmorph.open(5)
+    import pygltflib
+
+    pose.export(tmp_path / "p.gltf")           # .gltf: one self-contained JSON file (data URI buffer)
+    g = pygltflib.GLTF2().load(str(tmp_path / "p.gltf"))
+    assert g.buffers[0].uri.startswith("data:") and len(os.listdir(tmp_path)) == 1
+    scene = vkmorph.load_scene(tmp_path / "p.gltf")
+    np.testing.assert_allclose(scene.primitives[0].vertices["position"], pose[0].positions, atol=1e-6)

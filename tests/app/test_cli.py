@@ -93,9 +93,12 @@ def test_bench_quick_runs_clean(tmp_path):
     out = tmp_path / "b.json"
     r = vkmorph("bench", "--quick", "--json", out, "--markdown", tmp_path / "b.md")
     assert r.returncode == 0, r.stderr
-    rows = json.loads(out.read_text())["rows"]
-    assert len(rows) == 3 and all(row["max_error"] < 1e-4 and row["copy_gbps"] > 0 for row in rows)
     report = json.loads(out.read_text())
+    rows = report["rows"]          # both delta formats of each quick case
+    assert len(rows) >= 6 and {r["delta_format"] for r in rows} == {"full", "compact"}
+    assert all(r["max_error"] < 1e-4 and r["copy_gbps"] > 0 and r["floor_us"] > 0 and r["morph_us"] > 0
+               and r["fraction_min"] <= r["roofline_fraction"] <= r["fraction_max"] for r in rows)
+    assert "48 B base read + 36 B written" in report["byte_model"]
     assert [c["primitives"] for c in report["cpu_per_frame"]] == [1, 10, 100]
     assert {c["format"] for c in report["characters"]} == {"full", "compact"}
 

@@ -73,7 +73,8 @@ def test_demo_window_keys_resize_and_screenshot(xvfb, tmp_path):
         assert paused_frames and all("dispatched 0 " in s for s in paused_frames), paused_frames
         _xdo(xvfb, "key", "Up")                                        # raise the selected target's weight
         k = _wait_for(lines, lambda s: s.startswith("weight "))
-        m = _wait_for(lines, lambda s: s.startswith("frame") and "dispatched 1 " in s, start=k)
+        # "Bulge" is on both morphing tubes: one key moves it on both nodes
+        m = _wait_for(lines, lambda s: s.startswith("frame") and "dispatched 2 " in s, start=k)
         assert m > k
         _xdo(xvfb, "key", "Escape")
         proc.wait(120)
@@ -124,6 +125,7 @@ def test_demo_exits_cleanly_when_the_display_goes_away(xvfb, how):
 def test_panel_slider_drives_every_node_with_that_target(xvfb, tmp_path):
     """The on-screen panel is drawn by our Vulkan ImGui renderer (validation on) and its "Bulge" slider sets the
     weight on both tubes that have a "Bulge" target; printed weights (key P) prove it."""
+    pytest.importorskip("imgui_bundle", reason="imgui-bundle has no wheels for this Python (3.10)")
     shot = tmp_path / "panel.png"
     env = {**os.environ, "DISPLAY": xvfb, "VKMORPH_VALIDATION": "1", "PYTHONUNBUFFERED": "1"}
     env.pop("WAYLAND_DISPLAY", None)

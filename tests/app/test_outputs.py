@@ -159,7 +159,7 @@ def test_sigterm_during_render_leaves_no_temporary(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "vkmorph", "render", str(asset(*CUBE)), "--size", "4096x4096",
                              "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "VKMORPH_VALIDATION": "0"})
-    time.sleep(1.5)
+    time.sleep(0.8)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     if proc.returncode == 0:
@@ -190,3 +190,79 @@ def test_warnings_are_one_line_and_held_back_on_error(capsys, monkeypatch):
             warnings.simplefilter("always")
             assert cli.main(["info", "x.glb"]) == status
         assert capsys.readouterr().err.strip().splitlines() == lines
+
+
+def test_info_escapes_control_characters_from_the_file(tmp_path):
+    """Names from a file (mesh, clip, targets) cannot drive the terminal: ESC and newlines come out escaped."""
+    import json
+    import shutil
+
+    src = asset(*CUBE)
+    doc = json.loads(src.read_text())
+    doc["meshes"][0]["name"] = "Cube\x1b[31mRED"
+    doc["meshes"][0]["extras"] = {"targetNames": ["smile\x1b]0;pwned\x07", "frown\nfake line"]}
+    doc["animations"][0]["name"] = "Sq\x1b[2Juare"
+    shutil.copy(src.parent / doc["buffers"][0]["uri"], tmp_path / doc["buffers"][0]["uri"])
+    (tmp_path / "evil.gltf").write_text(json.dumps(doc))
+    r = vkmorph("info", tmp_path / "evil.gltf")
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "fake line" not in r.stdout.splitlines()[-1]
+    assert "\\x1b[31mRED" in r.stdout
+    assert not any(line.startswith("fake line") for line in r.stdout.splitlines())
+
+
+def test_version_and_python_m(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "vkmorph", "--version"], capture_output=True, text=True, cwd=ROOT)
+    import vkmorph as vm
+
+    assert r.returncode == 0 and r.stdout.strip() == f"vkmorph {vm.__version__}"
+
+
+def test_make_demo_quotes_a_file_with_spaces():
+    """``make demo FILE="my models/a b.glb"`` passes the path as ONE argument (dry run: the command only)."""
+    import shutil
+
+    if not shutil.which("make"):
+        pytest.skip("make not installed")
+    r = subprocess.run(["make", "-n", "demo", "FILE=my models/a b.glb", "ARGS=--frames 3"], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    line = next(s for s in r.stdout.splitlines() if "vkmorph demo" in s)
+    import shlex
+
+    assert shlex.split(line)[-3:] == ["my models/a b.glb", "--frames", "3"]
+
+
+def test_sigterm_in_the_middle_of_a_write_removes_the_temporary(tmp_path):
+    """Deterministic: the CLI's SIGTERM handler fires while atomic_write is writing; nothing is left behind."""
+    code = """if True:
+        import os, signal, sys
+        from vkmorph.app import cli
+        from vkmorph.outputs import atomic_write
+        signal.signal(signal.SIGTERM, cli._on_sigterm)
+        def write(f):
+            f.write(b"partial" * 1000)
+            os.kill(os.getpid(), signal.SIGTERM)
+            f.write(b"never")
+        try:
+            atomic_write(sys.argv[1], write)
+        except cli._Terminated:
+            sys.exit(143)
+    """
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out.png")], capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode == 143, r.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_bench_plot_without_matplotlib_refused_before_anything_runs(tmp_path):
+    code = """if True:
+        import sys
+        sys.modules["matplotlib"] = None          # as if not installed
+        from vkmorph.app import cli
+        sys.exit(cli.main(["bench", "--quick", "--json", sys.argv[1] + "/b.json", "--plot", sys.argv[1] + "/p.png"]))
+    """
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
+                       timeout=60)
+    assert_one_line_error(r, "needs matplotlib")
+    assert os.listdir(tmp_path) == []

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 
 
 def test_short_soak_stays_within_bounds():
-    r = subprocess.run([sys.executable, "-m", "vkmorph.app.soak", "--frames", "150", "--cycles", "40",
+    r = subprocess.run([sys.executable, "-m", "vkmorph.app.soak", "--frames", "400", "--cycles", "40",
                         "--max-kib-per-1000-frames", "4096", "--max-kib-per-cycle", "64"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300, env={"VKMORPH_VALIDATION": "0",
                                                                                   "PATH": "/usr/bin:/bin"})

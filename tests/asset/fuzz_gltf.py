@@ -161,6 +161,7 @@ def run(seed: int, count: int, work: Path, assets: Path, budget_s: float) -> dic
     done = 0
     for n in range(count):
         if time.monotonic() - start > budget_s:
+            n -= 1  # this one did not run: "mutants" below counts the ones that did
             break
         done += 1
         src = rng.choice(srcs)

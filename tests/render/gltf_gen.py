@@ -82,10 +82,12 @@ class GltfBuilder:
         self.doc["bufferViews"].append(view)
         return len(self.doc["bufferViews"]) - 1
 
-    def accessor(self, arr: np.ndarray, normalized: bool = False, index: bool = False) -> int:
+    def accessor(self, arr: np.ndarray, normalized: bool = False, index: bool = False, vertex: bool = True) -> int:
+        """``vertex=False``: not vertex data (animation keyframes), so the buffer view names no GPU target."""
         arr = np.ascontiguousarray(arr)
         n = 1 if arr.ndim == 1 else arr.shape[1]
-        acc = {"bufferView": self._view(arr.tobytes(), 34963 if index else 34962),
+        target = 34963 if index else (34962 if vertex else None)
+        acc = {"bufferView": self._view(arr.tobytes(), target),
                "componentType": _CT[arr.dtype], "count": int(arr.shape[0]), "type": _TYPE[n]}
         if normalized:
             acc["normalized"] = True
@@ -118,7 +120,9 @@ class GltfBuilder:
         return self._add("materials", m)
 
     def mesh(self, pos, nor, uv, idx, material: int | None = None, colors=None, colors_normalized=False,
-             tangents=None, translation=(0.0, 0.0, 0.0), name="mesh") -> int:
+             tangents=None, translation=(0.0, 0.0, 0.0), name="mesh", targets=(), weights=None) -> int:
+        """One node instancing a one-primitive mesh. ``targets``: position deltas (V, 3) per morph target;
+        ``weights``: the mesh's default weights."""
         attrs = {"POSITION": self.accessor(pos), "NORMAL": self.accessor(nor), "TEXCOORD_0": self.accessor(uv)}
         if colors is not None:
             attrs["COLOR_0"] = self.accessor(colors, normalized=colors_normalized)
@@ -127,10 +131,24 @@ class GltfBuilder:
         prim = {"attributes": attrs, "indices": self.accessor(idx, index=True)}
         if material is not None:
             prim["material"] = material
-        m = self._add("meshes", {"name": name, "primitives": [prim]})
+        if len(targets):
+            prim["targets"] = [{"POSITION": self.accessor(np.asarray(d, np.float32))} for d in targets]
+        mesh = {"name": name, "primitives": [prim]}
+        if weights is not None:
+            mesh["weights"] = [float(w) for w in weights]
+        m = self._add("meshes", mesh)
         node = self._add("nodes", {"name": name, "mesh": m, "translation": [float(x) for x in translation]})
         self.doc["scenes"][0]["nodes"].append(node)
         return node
+
+    def animate_translation(self, node: int, times, translations, name: str = "move") -> int:
+        """A LINEAR translation clip of ``node``: keyframe ``times`` (s) and (K, 3) ``translations``."""
+        t = self.accessor(np.asarray(times, np.float32), vertex=False)
+        v = self.accessor(np.asarray(translations, np.float32), vertex=False)
+        anims = self.doc.setdefault("animations", [])
+        anims.append({"name": name, "samplers": [{"input": t, "output": v, "interpolation": "LINEAR"}],
+                      "channels": [{"sampler": 0, "target": {"node": node, "path": "translation"}}]})
+        return len(anims) - 1
 
     def save(self, path: Path, glb: bool = False) -> Path:
         path = Path(path)

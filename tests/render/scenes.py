@@ -125,6 +125,35 @@ def checker_floor(dir: Path) -> Path:
     return b.save(dir / "checker.gltf")
 
 
+RED = {"name": "Red", "pbrMetallicRoughness": {"baseColorFactor": [0.9, 0.04, 0.03, 1.0], "metallicFactor": 0.0,
+                                              "roughnessFactor": 0.6}}
+
+
+def pose_targets_box(dir: Path) -> Path:
+    """A unit cube whose 3 targets are whole-body poses: each moves it 8 units away, in a different direction
+    (+X, +Y, -Z); default weights (1, 0, 0), so it is drawn at x = 8. Every target at full weight spans 9 units."""
+    b = GltfBuilder()
+    pos, nor, uv, idx = cube()
+    moves = [np.tile(np.array(d, np.float32), (len(pos), 1)) for d in ((8, 0, 0), (0, 8, 0), (0, 0, -8))]
+    b.mesh(pos, nor, uv, idx, material=b.material(**RED), name="poses", targets=moves, weights=(1, 0, 0))
+    return b.save(dir / "pose_targets.gltf")
+
+
+def flat_square(dir: Path) -> Path:
+    """A flat red square facing up at y = 0 (zero height: the ground must go below it, not through it)."""
+    b = GltfBuilder()
+    b.mesh(*quad(2.0), material=b.material(**RED), name="flat")
+    return b.save(dir / "flat.gltf")
+
+
+def rising_cube(dir: Path) -> Path:
+    """A rigid red cube (rest at y = 0) whose clip moves it from y = -3 at t = 0 up to y = 0 at t = 1."""
+    b = GltfBuilder()
+    node = b.mesh(*cube(), material=b.material(**RED), name="riser")
+    b.animate_translation(node, [0.0, 1.0], [(0, -3, 0), (0, 0, 0)], name="rise")
+    return b.save(dir / "rising.gltf")
+
+
 def bad_materials(dir: Path) -> Path:
     """Three cubes: an external image that is missing, a corrupt PNG, a texture index out of range."""
     b = GltfBuilder()

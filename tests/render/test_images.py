@@ -34,7 +34,7 @@ def render(ctx, scene, clip, t, configure=None):
             player = AnimationPlayer(scene, off.renderer.runtime.pose, off.renderer.skeleton)
             player.clip = scene.clip(clip)
             player.apply(t)
-            off.renderer.reframe()
+            off.renderer.frame_camera()
         if configure:
             configure(off.renderer)
         return off.render(), off.renderer.camera.view_proj(W / H)

@@ -1,178 +1,340 @@
-"""``vkmorph bench``: the morph pass against the same device's copy bandwidth and the numpy reference.
+"""``vkmorph bench``: the morph pass against the bandwidth floor of the device it runs on.
 
-All figures of one report come from one run on one device. GPU times are timestamp queries around the work,
-median of many frames after warm-up; every measured frame really changes a weight, so it records the upload,
-the barriers and the dispatch. Byte model of the morph pass (per frame):
-    per vertex   48 B base + 4 B CSR offset + 4 B output address + 36 B written (position, normal, tangent.xyz)
-    per delta    full format: 64 B if its target is active, 16 B (metadata row) if not
-                 compact format: 24 B if active, 8 B (index + tangent.z word) if not
-Copy bandwidth: glsl/copy.comp moving uvec4s (read + write counted) over the same number of bytes.
-CPU figures: Python time of ``MorphRuntime.record`` (plus ``pose.set_flat`` when weights change) for N
-primitives, recorded into a command buffer without submitting.
+Byte model (the floor): a frame must read every base vertex and write every output vertex, and read every
+delta of an active target, so
+
+    floor bytes = V x (48 B base read + 36 B written) + active deltas x 40 B
+
+and ``floor_us`` = floor bytes / the copy bandwidth measured in the same time window. ``roofline_fraction`` =
+floor_us / morph_us (1.0 = as fast as a copy of the necessary bytes).
+
+Method (this GPU changes speed under load; only same-window ratios mean anything):
+- warm-up: frames are submitted untimed until the device has run for ``warm_s`` seconds;
+- each try records many frames in ONE command buffer: F morph frames (every frame really changes a weight, so
+  each records its weight upload, the barriers and the dispatch), then F frames of a grid-stride uvec4 copy of
+  exactly the floor's bytes (half read, half written) behind the same kind of barrier; the order alternates per
+  try; timestamps bracket each run of F frames;
+- per try the ratio copy time / morph time; reported: the median over tries and its spread (min, max).
+Device ceilings: the grid-stride copy and vkCmdCopyBuffer over 256 MB buffers, after warm-up.
+Also per case: CPU build time of the runtime (layout + upload), GPU memory (and the previous CSR layout's, and
+dense storage's), the numpy reference's time and the largest error against it.
+CPU per frame: Python time of ``MorphRuntime.record`` (plus ``pose.set_flat`` when weights change) for N
+primitives, recorded without submitting.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
+import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ..asset.model import STATIC_VERTEX, MeshAsset, MeshPrimitiveAsset, MorphTargetAsset, NodeAsset, SceneAsset
 
 FRAME_MS = 1000.0 / 60.0
+BYTE_MODEL = "floor bytes = V x (48 B base read + 36 B written) + active deltas x 40 B"
+FULL_RUN = ("a full run takes about 3 minutes on an H200 (16 GB of host memory) and about 15 minutes on lavapipe "
+            "with 2 cores; --quick about 1 minute on lavapipe")
+COPY_MB = 256
 
 
 @dataclass
-class Row:
+class Case:
     vertices: int
     targets: int
     coverage: float
     active: int
+    pattern: str                 # random | clustered | model name
+    instances: int = 1
+
+
+@dataclass
+class Row:
+    case: str
+    vertices: int
+    targets: int
+    coverage: float
+    active: int
+    pattern: str
     delta_format: str
     deltas: int
-    morph_ms: float
-    morph_gbps: float
+    active_deltas: int
+    floor_mb: float
+    morph_us: float
+    floor_us: float
+    roofline_fraction: float
+    fraction_min: float
+    fraction_max: float
     copy_gbps: float
-    ratio_to_copy: float
+    frames_per_try: int
     numpy_ms: float
     speedup_vs_numpy: float
     max_error: float
     gpu_mib: float
+    previous_mib: float
     dense_mib: float
     build_s: float
 
 
-def synthetic_primitive(V: int, T: int, coverage: float, seed: int = 0) -> MeshPrimitiveAsset:
-    """A mesh of V vertices and T targets, each touching a random ``coverage`` fraction of the vertices."""
+# ------------------------------------------------------------------------------------------------ synthetic data
+def synthetic_primitive(V: int, T: int, coverage: float, pattern: str = "random", seed: int = 0
+                        ) -> MeshPrimitiveAsset:
+    """V vertices, T targets each moving ``coverage`` of the vertices: ``random`` vertices, or ``clustered``
+    (three contiguous runs of the vertex order per target, like a face rig's regions)."""
     rng = np.random.default_rng(seed)
     v = np.zeros(V, STATIC_VERTEX)
     v["position"] = rng.random((V, 3), np.float32)
     v["normal"] = (0.0, 0.0, 1.0)
     v["tangent"] = (1.0, 0.0, 0.0, 1.0)
+    v["texcoord"] = v["position"][:, :2]
+    n = max(1, int(V * coverage))
     targets = []
     for k in range(T):
+        if pattern == "clustered":
+            runs = np.diff(np.r_[0, np.sort(rng.integers(0, n + 1, 2)), n])
+            idx = np.concatenate([np.arange(s, s + r) for s, r in zip(rng.integers(0, V - runs + 1), runs)])
+            idx = np.unique(idx)
+        else:
+            idx = np.flatnonzero(rng.random(V) < coverage) if V > 4096 else rng.choice(V, n, replace=False)
         d = np.zeros((V, 3), np.float32)
-        idx = rng.choice(V, max(1, int(V * coverage)), replace=False)
-        d[idx] = rng.normal(0, 0.01, (len(idx), 3)).astype(np.float32)
+        d[idx] = rng.normal(0, 0.01, (len(idx), 3))
         nd = np.zeros((V, 3), np.float32)
-        nd[idx] = rng.normal(0, 0.05, (len(idx), 3)).astype(np.float32)
+        nd[idx] = rng.normal(0, 0.05, (len(idx), 3))
         targets.append(MorphTargetAsset(f"t{k}", d, nd, None))
     return MeshPrimitiveAsset(vertices=v, indices=np.zeros(0, np.uint32), morph_targets=targets)
 
 
 def synthetic_scene(prims: list[MeshPrimitiveAsset]) -> SceneAsset:
-    return SceneAsset(nodes=[NodeAsset(f"n{i}", mesh=i) for i in range(len(prims))],
-                      meshes=[MeshAsset(f"m{i}", [p]) for i, p in enumerate(prims)], skins=[], animations=[],
-                      roots=list(range(len(prims))))
+    """One node per primitive; the same primitive object may repeat (instances of one mesh)."""
+    meshes, index = [], {}
+    for p in prims:
+        if id(p) not in index:
+            index[id(p)] = len(meshes)
+            meshes.append(MeshAsset(f"m{len(meshes)}", [p]))
+    return SceneAsset(nodes=[NodeAsset(f"n{i}", mesh=index[id(p)]) for i, p in enumerate(prims)],
+                      meshes=meshes, skins=[], animations=[], roots=list(range(len(prims))))
 
 
-class Timer:
-    """Two timestamps around recorded work; GPU milliseconds from the device's timestamp period."""
+MODELS = {"MorphStressTest": "MorphStressTest/MorphStressTest.gltf",
+          "RobotExpressive": "RobotExpressive/RobotExpressive.glb"}
+
+
+def find_model(name: str) -> Path | None:
+    """A third-party model: $VKMORPH_ASSETS, the repository's tests/assets, or ../shared/assets."""
+    root = Path(__file__).resolve().parents[2]
+    folders = [os.environ.get("VKMORPH_ASSETS"), root / "tests" / "assets", root.parent / "shared" / "assets"]
+    for folder in folders:
+        if folder and (Path(folder) / MODELS[name]).is_file():
+            return Path(folder) / MODELS[name]
+    return None
+
+
+def model_primitives(name: str) -> list[MeshPrimitiveAsset]:
+    """The morphing primitives of a third-party model (MorphStressTest, RobotExpressive); [] when absent."""
+    from ..asset.importer import load_scene
+
+    path = find_model(name)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    return [p for m in scene.meshes for p in m.primitives if p.morph_targets]
+
+
+# ------------------------------------------------------------------------------------------------ timing
+class WindowTimer:
+    """Runs of recorded frames timed with timestamps inside one command buffer (one time window); the query
+    pools are vkmorph.gpu.timestamps' (shared with the demo), one per number of segments."""
 
     def __init__(self, ctx):
-        from ..gpu.vk import vk
+        self.ctx = ctx
+        self._stamps: dict[int, object] = {}
+        self.gpu_s = 0.0
 
-        self.ctx, self.vk = ctx, vk
-        self.pool = vk.vkCreateQueryPool(ctx.device, vk.VkQueryPoolCreateInfo(
-            queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=2), None)
-        self._key = ctx.track("timestamp query pool", self._release)
+    def run(self, segments, frames: int) -> list[float]:
+        """Record ``frames`` frames of each segment back to back; returns GPU ms per frame of each."""
+        from ..gpu.timestamps import BOTTOM, TOP, Timestamps
 
-    def time_ms(self, record, repeats: int, warmup: int = 3) -> float:
-        vk, ctx = self.vk, self.ctx
+        n = len(segments) + 1
+        if n not in self._stamps:
+            self._stamps[n] = Timestamps(self.ctx, count=n)
+        ts = self._stamps[n]
+
+        def rec(cb):
+            ts.reset(cb)
+            ts.write(cb, 0, 0, TOP)
+            for i, seg in enumerate(segments):
+                for _ in range(frames):
+                    seg(cb)
+                ts.write(cb, i + 1, 0, BOTTOM)
+        self.ctx.submit_and_wait(rec, timeout_s=600.0)
+        ms = np.diff([0.0, *ts.read_ms(0)])
+        self.gpu_s += float(ms.sum()) * 1e-3
+        return [float(x) / frames for x in ms]
+
+    def same_window(self, a, b, tries: int, warm_s: float, try_ms: float, min_frames: int = 2,
+                    max_frames: int = 400):
+        """Warm up, then per try F frames of ``a`` and F of ``b`` (order alternating). Returns (F, [(a_ms, b_ms)])."""
+        probe = self.run([a, b], min_frames)
+        start = self.gpu_s
+        while self.gpu_s - start < warm_s:
+            frames = int(np.clip(0.05 * 1e3 / max(sum(probe), 1e-6), min_frames, 4 * max_frames))
+            probe = self.run([a, b], frames)
+        frames = int(np.clip(try_ms / max(probe[0], 1e-6), min_frames, max_frames))
         out = []
-        data = np.zeros(2, np.uint64)
-        for i in range(warmup + repeats):
-            def rec(cb):
-                vk.vkCmdResetQueryPool(cb, self.pool, 0, 2)
-                vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.pool, 0)
-                record(cb)
-                vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.pool, 1)
-            ctx.submit_and_wait(rec)
-            vk.vkGetQueryPoolResults(ctx.device, self.pool, 0, 2, 16, vk.ffi.from_buffer(data), 8,
-                                     vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
-            if i >= warmup:
-                out.append(float(data[1] - data[0]) * ctx.info.timestamp_period_ns * 1e-6)
-        return float(np.median(out))
-
-    def _release(self):
-        self.vk.vkDestroyQueryPool(self.ctx.device, self.pool, None)
+        for t in range(tries):
+            if t % 2:
+                y, x = self.run([b, a], frames)
+            else:
+                x, y = self.run([a, b], frames)
+            out.append((x, y))
+        return frames, out
 
     def destroy(self):
-        self._release()
-        self.ctx.untrack(self._key)
+        for ts in self._stamps.values():
+            ts.destroy()
+        self._stamps.clear()
 
 
-def copy_bandwidth(ctx, timer: Timer, nbytes: int, repeats: int) -> float:
-    from ..gpu import memory as M
-    from ..gpu.interface import COPY, COPY_PUSH
-    from ..gpu.pipeline import ComputePipeline
-    from ..gpu.vk import vk
+class CopyFrames:
+    """One frame = a grid-stride uvec4 copy of ``nbytes`` (half read, half written) + a compute barrier."""
 
-    n = min(max(1, nbytes // 32), 65535 * COPY.local_size)  # half read, half written; uvec4 = 16 B; one dispatch
-    src = M.device_buffer(ctx, None, M.STORAGE, size=16 * n)
-    dst = M.device_buffer(ctx, None, M.STORAGE, size=16 * n)
-    pipe = ComputePipeline(ctx, COPY)
-    dset = pipe.make_set({"src": src, "dst": dst})
-    push = np.array([(n, 0)], COPY_PUSH)
+    def __init__(self, ctx, nbytes: int):
+        from ..gpu import memory as M
+        from ..gpu.interface import COPY, COPY_PUSH
+        from ..gpu.pipeline import ComputePipeline
 
-    def rec(cb):
-        pipe.bind(cb, dset)
-        pipe.push(cb, M.cffi_pointer(push))
-        vk.vkCmdDispatch(cb, pipe.groups(n), 1, 1)
+        self.n = max(1, nbytes // 32)
+        self.src = M.device_buffer(ctx, None, M.STORAGE | M.TRANSFER_SRC, size=16 * self.n)
+        self.dst = M.device_buffer(ctx, None, M.STORAGE | M.TRANSFER_DST, size=16 * self.n)
+        self.pipe = ComputePipeline(ctx, COPY, max_sets=1)
+        self.dset = self.pipe.make_set({"src": self.src, "dst": self.dst})
+        self.push = np.array([(self.n, 0)], COPY_PUSH)
+        self.ptr = M.cffi_pointer(self.push)
+        self.groups = int(min(self.pipe.groups(self.n), 8192))     # grid-stride: enough to fill any GPU
 
-    ms = timer.time_ms(rec, repeats)
-    for o in (pipe, src, dst):
-        o.destroy()
-    return 2 * 16 * n / (ms * 1e-3) / 1e9
+    @staticmethod
+    def _serialize(cb):
+        """Each frame's copy finishes before the next one (kernel or vkCmdCopyBuffer) writes the same buffer."""
+        from ..gpu.vk import vk
+
+        stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        mb = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                                dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+                                | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+        vk.vkCmdPipelineBarrier(cb, stages, stages, 0, 1, [mb], 0, None, 0, None)
+
+    def frame(self, cb):
+        from ..gpu.vk import vk
+
+        self.pipe.bind(cb, self.dset)
+        self.pipe.push(cb, self.ptr)
+        vk.vkCmdDispatch(cb, self.groups, 1, 1)
+        self._serialize(cb)
+
+    def transfer_frame(self, cb):
+        from ..gpu.vk import vk
+
+        vk.vkCmdCopyBuffer(cb, self.src.handle, self.dst.handle, 1,
+                           [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=16 * self.n)])
+        self._serialize(cb)
+
+    def destroy(self):
+        for o in (self.pipe, self.src, self.dst):
+            o.destroy()
 
 
-def _changing_record(rt, rng_weights: np.ndarray):
-    """A record function that changes every weight each frame (so every frame does the full work)."""
+def device_ceilings(ctx, timer: WindowTimer, quick: bool) -> dict:
+    """Best copy bandwidth: grid-stride uvec4 copy kernel and vkCmdCopyBuffer, COPY_MB per buffer."""
+    mb = 32 if quick else COPY_MB
+    cp = CopyFrames(ctx, 2 * mb * 2**20)
+    frames, tries = timer.same_window(cp.frame, cp.transfer_frame, 3, 0.0 if quick else 0.5, 20.0, 1, 50)
+    nbytes = 2 * 16 * cp.n
+    kern = max(nbytes / (x * 1e-3) / 1e9 for x, _ in tries)
+    xfer = max(nbytes / (y * 1e-3) / 1e9 for _, y in tries)
+    cp.destroy()
+    return {"buffer_mb": mb, "copy_kernel_gbps": kern, "copy_buffer_gbps": xfer}
+
+
+# ------------------------------------------------------------------------------------------------ cases
+def _changing_record(rt, weights: np.ndarray):
+    """A frame that changes every weight (alternating scale), so each frame does the whole work."""
     flip = [0]
+    scaled = (weights * 0.9).astype(np.float32)
 
     def rec(cb):
         flip[0] ^= 1
-        rt.pose.set_flat(rng_weights * (0.9 if flip[0] else 1.0))
+        rt.pose.set_flat(scaled if flip[0] else weights)
         rt.record(cb)
     return rec
 
 
-def bench_case(ctx, timer, V, T, coverage, active, fmt, repeats) -> Row:
+def previous_layout_bytes(V: int, D: int, S: int, out_bytes: int, fmt: str) -> int:
+    """GPU bytes of the CSR layout this kernel replaced (base 48 B + offset 4 B + output word 4 B per vertex,
+    64 B (full) or 24 B (compact) per delta, weights, scales), for the memory comparison."""
+    return V * 56 + 4 + D * (64 if fmt == "full" else 24) + 4 * S + out_bytes + (16 * S if fmt == "compact" else 0)
+
+
+def bench_case(ctx, timer, case: Case, prims: list, fmt: str, tries: int, warm_s: float, try_ms: float) -> Row:
     from ..morph.gpu_data import nonzero_vertices
     from ..morph.reference import morph_reference
     from ..render.morph_pass import MorphRuntime
 
+    scene = synthetic_scene(prims)
     t0 = time.perf_counter()
-    prim = synthetic_primitive(V, T, coverage)
-    rt = MorphRuntime(ctx, synthetic_scene([prim]), delta_format=fmt)
+    rt = MorphRuntime(ctx, scene, delta_format=fmt)
     build_s = time.perf_counter() - t0
-    inst = rt.morphing[0]
-    w = np.zeros(T, np.float32)
-    w[:active] = np.linspace(0.3, 0.9, active)
-    ms = timer.time_ms(_changing_record(rt, w), repeats)
-    D = inst.delta_count
-    act = sum(len(nonzero_vertices(prim, int(t))) for t in np.flatnonzero(w))
-    per_active, per_idle = (64, 16) if fmt == "full" else (24, 8)
-    nbytes = V * (48 + 4 + 4 + 36) + act * per_active + (D - act) * per_idle
-    gbps = nbytes / (ms * 1e-3) / 1e9
-    cp = copy_bandwidth(ctx, timer, nbytes, repeats)
-    last = rt.pose.weights(0).astype(np.float64)
-    t1 = time.perf_counter()
-    p, _, _ = morph_reference(prim, last)
-    np_ms = (time.perf_counter() - t1) * 1e3
-    out = rt.read_vertices(inst)
-    err = float(np.abs(out["position"] - p).max())
-    gpu_mib = sum(rt.gpu_bytes.values()) / 2**20
-    dense_mib = (V * 48 + T * V * 2 * 12 + V * 48) / 2**20  # base + one (pos, normal) array per target + output
-    rt.destroy()
-    return Row(V, T, coverage, active, fmt, D, ms, gbps, cp, gbps / cp, np_ms, np_ms / ms, err, gpu_mib,
-               dense_mib, build_s)
+    cp = None
+    try:
+        w = np.zeros(len(rt.pose.flat), np.float32)
+        active_deltas = 0
+        counted: dict[int, int] = {}
+        for node in range(len(scene.nodes)):
+            sl = rt.pose.slice_of(node)
+            prim = scene.meshes[scene.nodes[node].mesh].primitives[0]
+            w[sl.start:sl.start + case.active] = np.linspace(0.3, 0.9, case.active)
+            if id(prim) not in counted:
+                counted[id(prim)] = sum(len(nonzero_vertices(prim, t)) for t in range(case.active))
+            active_deltas += counted[id(prim)]
+        V = rt.total_vertices
+        floor_bytes = V * (48 + 36) + active_deltas * 40
+        cp = CopyFrames(ctx, floor_bytes)
+        frames, res = timer.same_window(_changing_record(rt, w), cp.frame, tries, warm_s, try_ms)
+        fr = [c / m for m, c in res]
+        morph_us = float(np.median([m for m, _ in res])) * 1e3
+        floor_us = float(np.median([c for _, c in res])) * 1e3
+        copy_gbps = 2 * 16 * cp.n / (floor_us * 1e-6) / 1e9
+        last = rt.pose.flat.copy()
+        inst = rt.morphing[0]
+        wi = last[rt.pose.slice_of(inst.node)].astype(np.float64)
+        t1 = time.perf_counter()
+        p, _, _ = morph_reference(inst.prim, wi)
+        np_ms = (time.perf_counter() - t1) * 1e3 * len(prims)
+        out = rt.read_vertices(inst)
+        err = float(np.abs(out["position"] - p).max())
+        gpu_b = sum(rt.gpu_bytes.values())
+        S = len(rt.pose.flat)
+        prev = previous_layout_bytes(V, rt.total_deltas, S, rt.gpu_bytes["output"], fmt)
+        dense = sum(pr.vertex_count * (48 + len(pr.morph_targets) * 24 + pr.vertices.dtype.itemsize) for pr in prims)
+        D = rt.total_deltas
+    finally:
+        if cp is not None:
+            cp.destroy()
+        rt.destroy()
+    name = f"{case.vertices // 1000:,}k x {case.targets}, {case.coverage:.0%} {case.pattern}, {case.active} active"
+    if case.instances > 1:
+        name = f"{case.pattern} x {case.instances} ({V:,} vertices), {case.active} active"
+    return Row(name, V, case.targets, case.coverage, case.active, case.pattern, fmt, D, active_deltas,
+               floor_bytes / 1e6, morph_us, floor_us, float(np.median(fr)), float(min(fr)), float(max(fr)),
+               copy_gbps, frames, np_ms, np_ms / (morph_us * 1e-3), err, gpu_b / 2**20, prev / 2**20,
+               dense / 2**20, build_s)
 
 
-def cpu_frame_costs(ctx, counts=(1, 10, 100, 1000), repeats: int = 50) -> list[dict]:
+def cpu_frame_costs(ctx, counts=(1, 10, 100, 1000, 10000), repeats: int = 30) -> list[dict]:
     """Python milliseconds per frame of record() for N primitives: weights unchanged vs all changed."""
     from ..gpu.vk import vk
     from ..render.morph_pass import MorphRuntime
@@ -180,120 +342,254 @@ def cpu_frame_costs(ctx, counts=(1, 10, 100, 1000), repeats: int = 50) -> list[d
     rows = []
     cb = ctx.allocate_command_buffer()
     try:
+        prim = synthetic_primitive(64, 8, 0.5, seed=1)
         for n in counts:
-            prims = [synthetic_primitive(64, 8, 0.5, seed=i) for i in range(n)]
-            rt = MorphRuntime(ctx, synthetic_scene(prims))
+            rt = MorphRuntime(ctx, synthetic_scene([prim] * n))
             base = np.random.default_rng(0).random(len(rt.pose.flat)).astype(np.float32)
+            alt = base * 0.5
             timings = {"unchanged": [], "changed": []}
-            for i in range(repeats + 5):
-                for mode in ("changed", "unchanged"):
+            calls = 0
+            for mode in ("changed", "unchanged"):       # steady state of each: every frame changes / none does
+                for i in range(repeats + 3):
                     ctx.begin(cb)
                     t = time.perf_counter()
                     if mode == "changed":
-                        rt.pose.set_flat(base * (0.5 if i % 2 else 1.0))
-                    rt.record(cb)
+                        rt.pose.set_flat(alt if i % 2 else base)
+                    c = rt.record(cb)
                     dt = (time.perf_counter() - t) * 1e3
                     ctx.end(cb)
                     vk.vkResetCommandBuffer(cb, 0)
-                    if i >= 5:
+                    if mode == "changed":
+                        calls = c.dispatch_calls
+                    if i >= 3:
                         timings[mode].append(dt)
             rows.append({"primitives": n, "unchanged_ms": float(np.median(timings["unchanged"])),
-                         "changed_ms": float(np.median(timings["changed"])),
-                         "dispatch_calls_changed": 1 if n > 4 else n})
+                         "changed_ms": float(np.median(timings["changed"])), "dispatch_calls_changed": calls})
             rt.destroy()
     finally:
         ctx.free_command_buffer(cb)
     return rows
 
 
-def characters_per_frame(ctx, timer, heads: int, repeats: int, fmt: str) -> dict:
-    """Dawn-like heads (14k vertices, 50 targets, 5 active) batched in one runtime: how many fit in 16.6 ms."""
+def characters_per_frame(ctx, timer, heads: int, fmt: str, tries: int, warm_s: float, try_ms: float) -> dict:
+    """Dawn-like heads (14k vertices, 50 targets, 10 % clustered coverage, 5 active) in one runtime."""
     from ..render.morph_pass import MorphRuntime
 
-    prims = [synthetic_primitive(14_000, 50, 0.1, seed=i) for i in range(heads)]
-    rt = MorphRuntime(ctx, synthetic_scene(prims), delta_format=fmt)
-    w = np.zeros(len(rt.pose.flat), np.float32)
-    for i in range(heads):
-        sl = rt.pose.slice_of(i)
-        w[sl.start:sl.start + 5] = 0.5
-    ms = timer.time_ms(_changing_record(rt, w), repeats)
-    rt.destroy()
+    head = synthetic_primitive(14_000, 50, 0.1, "clustered", seed=3)
+    rt = MorphRuntime(ctx, synthetic_scene([head] * heads), delta_format=fmt)
+    cp = CopyFrames(ctx, 1 << 20)
+    try:
+        w = np.zeros(len(rt.pose.flat), np.float32)
+        for i in range(heads):
+            sl = rt.pose.slice_of(i)
+            w[sl.start:sl.start + 5] = 0.5
+        frames, res = timer.same_window(_changing_record(rt, w), cp.frame, tries, warm_s, try_ms)
+    finally:
+        cp.destroy()
+        rt.destroy()
+    ms = float(np.median([m for m, _ in res]))
     per = ms / heads
-    return {"heads": heads, "format": fmt, "gpu_ms_all_heads": ms, "gpu_ms_per_head": per,
+    return {"heads": heads, "format": fmt, "gpu_ms_all_heads": ms, "gpu_us_per_head": per * 1e3,
             "heads_per_16_6_ms": int(FRAME_MS / per) if per > 0 else 0}
+
+
+def standard_cases(quick: bool, discrete: bool) -> list[Case]:
+    if quick:
+        return [Case(5_000, 8, 0.25, 5, "random"), Case(50_000, 52, 0.25, 5, "random"),
+                Case(50_000, 52, 0.05, 52, "clustered"), Case(0, 0, 0.0, 0, "MorphStressTest", 16)]
+    cases = [Case(50_000, 52, 0.25, 5, "random")]
+    for V in (500_000, 2_000_000):
+        for pattern in ("random", "clustered"):
+            cases += [Case(V, 52, 0.25, 5, pattern), Case(V, 52, 0.05, 52, pattern)]
+    cases += [Case(500_000, 200, 0.05, 1, "clustered"), Case(500_000, 8, 1.0, 8, "random"),
+              Case(0, 0, 0.0, 0, "MorphStressTest", 256)]
+    if discrete:
+        cases += [Case(5_000_000, 52, 0.05, 5, "clustered")]
+    return cases
+
+
+def _progress(total: int, quiet: bool):
+    if quiet or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="step", file=sys.stderr, leave=False)
+
+
+def check_outputs(args) -> None:
+    """Before any work: each output's folder exists and is writable, the suffix fits, --plot has matplotlib.
+    Raises UsageError (one line)."""
+    from ..errors import UsageError
+
+    for flag, suffixes in (("json", (".json",)), ("markdown", (".md", ".markdown")), ("plot", (".png",))):
+        path = getattr(args, flag, None)
+        if path is None:
+            continue
+        p = Path(path)
+        if str(path) == "" or p.is_dir():
+            raise UsageError(f"--{flag} {str(path)!r}: name a file")
+        if p.suffix.lower() not in suffixes:
+            raise UsageError(f"--{flag} {str(path)!r} must end with {' or '.join(suffixes)}")
+        folder = p.parent if str(p.parent) else Path(".")
+        if not folder.is_dir():
+            raise UsageError(f"--{flag} {str(path)!r}: folder {str(folder)!r} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+            raise UsageError(f"--{flag} {str(path)!r} is not writable")
+    if getattr(args, "plot", None) is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--plot needs matplotlib: pip install 'vkmorph[bench]'") from None
 
 
 def run_bench(args) -> int:
     from ..gpu.context import Context
 
+    check_outputs(args)
     ctx = Context.create(echo_messages=True)
-    if args.quick:
-        cases = [(5_000, 8, 0.25, 5, "full"), (50_000, 52, 0.25, 5, "full"), (50_000, 52, 0.25, 5, "compact")]
-        counts, heads, repeats = (1, 10, 100), 4, 5
-    else:
-        cases = [(5_000, 8, 0.25, 5, "full")]
-        for V in (50_000, 500_000, 2_000_000):
-            for fmt in ("full", "compact"):
-                cases += [(V, 52, 0.25, 5, fmt), (V, 52, 0.05, 52, fmt)]
-        cases += [(500_000, 200, 0.05, 1, "full"), (500_000, 8, 1.0, 8, "full"), (500_000, 8, 1.0, 8, "compact")]
-        if ctx.info.device_type == "discrete":
-            cases += [(5_000_000, 52, 0.05, 5, "full"), (5_000_000, 52, 0.05, 5, "compact")]
-        counts, heads, repeats = (1, 10, 100, 1000), 32, 20
-    rows = []
+    discrete = ctx.info.device_type == "discrete"
+    quick = bool(getattr(args, "quick", False))
+    cases = standard_cases(quick, discrete)
+    tries = 3 if quick else 5
+    warm_s = 0.3 if discrete else 0.0
+    try_ms = 4.0 if discrete else 1.0
+    counts = (1, 10, 100) if quick else (1, 10, 100, 1000, 10000)
+    heads = 4 if quick else 256
+    bar = _progress(len(cases) * 2 + 4, quick and not sys.stderr.isatty())
+    rows: list[Row] = []
     report: dict = {}
     try:
-        timer = Timer(ctx)
-        print(f"device: {ctx.info.name} (Vulkan {ctx.info.api_version}, driver {ctx.info.driver_version})")
-        for V, T, cov, act, fmt in cases:
-            r = bench_case(ctx, timer, V, T, cov, act, fmt, repeats)
-            rows.append(r)
-            print(f"V={V:>9,} T={T:>3} cov={cov:>4.0%} active={act:>3} {fmt:>7} deltas={r.deltas:>10,}: morph "
-                  f"{r.morph_ms:8.3f} ms {r.morph_gbps:7.1f} GB/s | copy {r.copy_gbps:7.1f} GB/s | ratio "
-                  f"{r.ratio_to_copy:5.2f} | numpy {r.numpy_ms:8.1f} ms x{r.speedup_vs_numpy:7.1f} | "
-                  f"err {r.max_error:.1e} | {r.gpu_mib:7.1f} MiB (dense {r.dense_mib:7.1f}) | build {r.build_s:.2f} s",
-                  flush=True)
+        timer = WindowTimer(ctx)
+        say = print if bar is None else bar.write
+        say(f"device: {ctx.info.name} (Vulkan {ctx.info.api_version}, driver {ctx.info.driver_version})")
+        say(f"byte model: {BYTE_MODEL}; roofline_fraction = floor time at the same-window copy bandwidth / "
+            f"morph time (median of {tries} tries, spread min-max)")
+        ceilings = device_ceilings(ctx, timer, quick)
+        say(f"copy ceilings ({ceilings['buffer_mb']} MB buffers): grid-stride uvec4 kernel "
+            f"{ceilings['copy_kernel_gbps']:.0f} GB/s, vkCmdCopyBuffer {ceilings['copy_buffer_gbps']:.0f} GB/s")
+        for case in cases:
+            if case.instances > 1:
+                prims = model_primitives(case.pattern)
+                if not prims:
+                    say(f"{case.pattern}: model not found (set VKMORPH_ASSETS); case skipped")
+                    continue
+                prims = [p for _ in range(case.instances) for p in prims]
+                case.vertices = sum(p.vertex_count for p in prims)
+                case.targets = max(len(p.morph_targets) for p in prims)
+                case.active = case.targets
+            else:
+                prims = [synthetic_primitive(case.vertices, case.targets, case.coverage, case.pattern)]
+            for fmt in ("full", "compact"):
+                r = bench_case(ctx, timer, case, prims, fmt, tries, warm_s, try_ms)
+                rows.append(r)
+                say(f"{r.case:<44} {fmt:>7}: morph {r.morph_us:9.1f} us, floor {r.floor_us:8.1f} us, fraction "
+                    f"{r.roofline_fraction:4.2f} ({r.fraction_min:4.2f}-{r.fraction_max:4.2f}) | numpy x"
+                    f"{r.speedup_vs_numpy:7.1f} | err {r.max_error:.1e} | {r.gpu_mib:7.1f} MiB (was "
+                    f"{r.previous_mib:7.1f}) | build {r.build_s:5.2f} s")
+                if bar is not None:
+                    bar.update(1)
+            del prims
         cpu = cpu_frame_costs(ctx, counts)
         for c in cpu:
-            print(f"CPU per frame, {c['primitives']:>4} primitives: unchanged {c['unchanged_ms']:.4f} ms, all "
-                  f"changed {c['changed_ms']:.3f} ms", flush=True)
-        chars = [characters_per_frame(ctx, timer, heads, repeats, fmt) for fmt in ("full", "compact")]
+            say(f"CPU per frame, {c['primitives']:>5} primitives: unchanged {c['unchanged_ms']:.4f} ms, all "
+                f"changed {c['changed_ms']:.3f} ms")
+        if bar is not None:
+            bar.update(2)
+        chars = [characters_per_frame(ctx, timer, heads, fmt, tries, warm_s, try_ms) for fmt in ("full", "compact")]
         for c in chars:
-            print(f"Dawn-like heads ({c['format']}): {c['gpu_ms_per_head'] * 1e3:.1f} us each -> "
-                  f"{c['heads_per_16_6_ms']} per 16.6 ms frame", flush=True)
+            say(f"Dawn-like heads ({c['format']}, {c['heads']} in one batch): {c['gpu_us_per_head']:.2f} us each "
+                f"-> {c['heads_per_16_6_ms']:,} per 16.6 ms frame")
+        if bar is not None:
+            bar.update(2)
+            bar.close()
         timer.destroy()
         report = {"device": ctx.info.name, "api": ctx.info.api_version, "driver": ctx.info.driver_version,
-                  "host": platform.node(), "date": time.strftime("%Y-%m-%d"), "rows": [asdict(r) for r in rows],
-                  "cpu_per_frame": cpu, "characters": chars}
+                  "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"), "byte_model": BYTE_MODEL,
+                  "tries": tries, "ceilings": ceilings, "rows": [asdict(r) for r in rows], "cpu_per_frame": cpu,
+                  "characters": chars}
     finally:
         ctx.destroy()
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(report, fh, indent=2)
-    if args.markdown:
-        with open(args.markdown, "w") as fh:
-            fh.write(markdown(report))
-    if args.plot:
-        plot(report, args.plot)
+    write_reports(report, args)
     return 3 if ctx.errors_and_warnings() else 0
 
 
+def write_reports(report: dict, args) -> None:
+    if getattr(args, "json", None):
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2)
+    if getattr(args, "markdown", None):
+        with open(args.markdown, "w") as fh:
+            fh.write(markdown(report))
+    if getattr(args, "plot", None):
+        plot(report, args.plot)
+
+
+# ------------------------------------------------------------------------------------------------ reports
+def goals(report: dict) -> list[tuple[str, bool | None, str]]:
+    """Issue 12's goals, each (goal, met, the numbers)."""
+    out = []
+    big = [r for r in report["rows"] if r["vertices"] >= 500_000]
+    if big:
+        worst = min(big, key=lambda r: r["roofline_fraction"])
+        out.append(("roofline_fraction >= 0.5 in every case >= 500k vertices, both formats",
+                    worst["roofline_fraction"] >= 0.5,
+                    f"lowest {worst['roofline_fraction']:.2f}: {worst['case']} ({worst['delta_format']})"))
+    if report.get("characters"):
+        best = max(c["heads_per_16_6_ms"] for c in report["characters"])
+        out.append((">= 15,000 Dawn-like heads per 16.6 ms", best >= 15_000,
+                    ", ".join(f"{c['format']} {c['heads_per_16_6_ms']:,}" for c in report["characters"])))
+    slow = [r for r in report["rows"] if r["speedup_vs_numpy"] < 1.0]
+    out.append(("every case faster than numpy", not slow,
+                "all faster" if not slow else "slower: " + "; ".join(f"{r['case']} {r['delta_format']}"
+                                                                     for r in slow)))
+    builds = [r for r in report["rows"] if r["vertices"] >= 2_000_000 and r["coverage"] == 0.25]
+    if builds:
+        worst = max(r["build_s"] for r in builds)
+        out.append(("build of 2M x 52 x 25 % <= 5 s, either format", worst <= 5.0, f"slowest {worst:.2f} s"))
+    cpu = {c["primitives"]: c for c in report.get("cpu_per_frame", [])}
+    if 10000 in cpu:
+        c = cpu[10000]
+        out.append(("CPU per frame, 10,000 primitives: <= 0.01 ms unchanged, <= 2 ms all changed",
+                    c["unchanged_ms"] <= 0.01 and c["changed_ms"] <= 2.0,
+                    f"{c['unchanged_ms']:.4f} ms / {c['changed_ms']:.3f} ms"))
+    bigger = [r for r in report["rows"] if r["gpu_mib"] > r["previous_mib"]]
+    out.append(("GPU memory per case no larger than the previous layout's", not bigger,
+                "all smaller or equal" if not bigger else "larger: " + "; ".join(
+                    f"{r['case']} {r['delta_format']} {r['gpu_mib']:.1f} > {r['previous_mib']:.1f} MiB"
+                    for r in bigger)))
+    return out
+
+
 def markdown(report: dict) -> str:
+    c = report.get("ceilings", {})
     out = [f"# vkmorph bench, {report['date']}, {report['device']} (driver {report['driver']})\n",
-           "| V | T | coverage | active | format | deltas | morph ms | GB/s | copy GB/s | ratio | numpy ms | "
-           "speedup | max err | GPU MiB | dense MiB |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           f"Byte model: {report.get('byte_model', BYTE_MODEL)}. `floor us` = those bytes at the copy bandwidth "
+           f"measured in the same window; `fraction` = floor / morph time, median of {report.get('tries', '?')} "
+           "tries (min-max).", ""]
+    if c:
+        out += [f"Device ceilings ({c['buffer_mb']} MB buffers): grid-stride uvec4 copy kernel "
+                f"{c['copy_kernel_gbps']:.0f} GB/s, vkCmdCopyBuffer {c['copy_buffer_gbps']:.0f} GB/s.", ""]
+    out += ["| case | format | deltas | morph us | floor us | fraction (min-max) | copy GB/s | numpy ms | speedup | "
+            "max err | GPU MiB | previous MiB | dense MiB | build s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
-        out.append(f"| {r['vertices']:,} | {r['targets']} | {r['coverage']:.0%} | {r['active']} | {r['delta_format']} "
-                   f"| {r['deltas']:,} | {r['morph_ms']:.3f} | {r['morph_gbps']:.1f} | {r['copy_gbps']:.1f} | "
-                   f"{r['ratio_to_copy']:.2f} | {r['numpy_ms']:.1f} | {r['speedup_vs_numpy']:.1f} | "
-                   f"{r['max_error']:.1e} | {r['gpu_mib']:.1f} | {r['dense_mib']:.1f} |")
-    out += ["", "| primitives | CPU ms/frame unchanged | CPU ms/frame all changed |", "|---|---|---|"]
+        out.append(f"| {r['case']} | {r['delta_format']} | {r['deltas']:,} | {r['morph_us']:.1f} | "
+                   f"{r['floor_us']:.1f} | {r['roofline_fraction']:.2f} ({r['fraction_min']:.2f}-"
+                   f"{r['fraction_max']:.2f}) | {r['copy_gbps']:.0f} | {r['numpy_ms']:.1f} | "
+                   f"{r['speedup_vs_numpy']:.1f} | {r['max_error']:.1e} | {r['gpu_mib']:.1f} | "
+                   f"{r['previous_mib']:.1f} | {r['dense_mib']:.1f} | {r['build_s']:.2f} |")
+    out += ["", "| primitives | CPU ms/frame unchanged | CPU ms/frame all changed | dispatch calls |",
+            "|---|---|---|---|"]
     for c in report["cpu_per_frame"]:
-        out.append(f"| {c['primitives']} | {c['unchanged_ms']:.4f} | {c['changed_ms']:.3f} |")
-    out += ["", "| format | GPU us per Dawn-like head (14k verts, 50 targets, 5 active) | heads per 16.6 ms |",
-            "|---|---|---|"]
+        out.append(f"| {c['primitives']:,} | {c['unchanged_ms']:.4f} | {c['changed_ms']:.3f} | "
+                   f"{c['dispatch_calls_changed']} |")
+    out += ["", "| format | heads in one batch | GPU us per Dawn-like head (14k verts, 50 targets, 5 active) | "
+            "heads per 16.6 ms |", "|---|---|---|---|"]
     for c in report["characters"]:
-        out.append(f"| {c['format']} | {c['gpu_ms_per_head'] * 1e3:.1f} | {c['heads_per_16_6_ms']} |")
+        out.append(f"| {c['format']} | {c['heads']} | {c['gpu_us_per_head']:.2f} | {c['heads_per_16_6_ms']:,} |")
+    out += ["", "| goal | met | numbers |", "|---|---|---|"]
+    for g, met, numbers in goals(report):
+        out.append(f"| {g} | {'yes' if met else 'no'} | {numbers} |")
     return "\n".join(out) + "\n"
 
 
@@ -307,15 +603,20 @@ def plot(report: dict, path: str) -> None:
         from ..errors import UsageError
 
         raise UsageError("--plot needs matplotlib: pip install 'vkmorph[bench]'") from None
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    for fmt, marker in (("full", "o"), ("compact", "s")):
-        rows = [r for r in report["rows"] if r["delta_format"] == fmt]
-        ax[0].scatter([r["vertices"] for r in rows], [r["ratio_to_copy"] for r in rows], marker=marker, label=fmt)
-    ax[0].set_xscale("log")
-    ax[0].axhline(0.75, ls="--", c="grey", label="goal 0.75")
-    ax[0].set_xlabel("vertices")
-    ax[0].set_ylabel("morph GB/s / copy GB/s")
-    ax[0].legend()
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4.5))
+    rows = report["rows"]
+    x = np.arange(len(rows) // 2)
+    for k, fmt in enumerate(("full", "compact")):
+        rs = [r for r in rows if r["delta_format"] == fmt]
+        y = [r["roofline_fraction"] for r in rs]
+        err = [[r["roofline_fraction"] - r["fraction_min"] for r in rs],
+               [r["fraction_max"] - r["roofline_fraction"] for r in rs]]
+        ax[0].bar(x[:len(rs)] + (k - 0.5) * 0.4, y, 0.4, yerr=err, label=fmt, capsize=2)
+    ax[0].set_xticks(x, [r["case"] for r in rows if r["delta_format"] == "full"], rotation=60, ha="right",
+                     fontsize=7)
+    ax[0].axhline(0.5, ls="--", c="grey", label="goal 0.5")
+    ax[0].set_ylabel("roofline fraction (floor / morph time)")
+    ax[0].legend(fontsize=8)
     cpu = report["cpu_per_frame"]
     ax[1].plot([c["primitives"] for c in cpu], [c["changed_ms"] for c in cpu], "o-", label="all changed")
     ax[1].plot([c["primitives"] for c in cpu], [c["unchanged_ms"] for c in cpu], "s-", label="unchanged")

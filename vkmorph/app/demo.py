@@ -60,6 +60,7 @@ def run_headless(scene, args) -> int:
         off = OffscreenRenderer(ctx, scene, 640, 480)
         r = off.renderer
         driver = SceneDriver(scene, r.runtime.pose, r.skeleton, sine=args.file is None)
+        r.frame_camera()   # camera and ground fitted to the pose the driver shows at t = 0
         last = None
         for f in range(frames):
             driver.advance(0.25 if f else 0.0)
@@ -82,7 +83,7 @@ class DemoWindow:
         self.scene, self.args, self.default_scene = scene, args, default_scene
         self.resized = False
         self.dragging = None
-        self.selected = 0
+        self.selected = -1  # the first TAB selects the first target; UP/DOWN before it act on the first
         self.heat = False
         self.heat_joint = 0
         self.light_angle = 0.0
@@ -139,6 +140,7 @@ class DemoWindow:
 
             self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
                                       sine=self.default_scene)
+            self.renderer.frame_camera()   # camera and ground fitted to the pose shown at t = 0
             self.panel = self._make_panel()
             # multisampled colour + depth-stencil per swapchain size, resolved into the swapchain image
             self.presenter.attach(self.renderer.forward_pass,
@@ -161,13 +163,19 @@ class DemoWindow:
         return 0
 
     # ------------------------------------------------------------------ input
-    def _targets(self) -> list[tuple[int, int, str]]:
-        out = []
-        for node in self.renderer.runtime.pose.morph_nodes:
-            mesh = self.scene.meshes[self.scene.nodes[node].mesh]
-            names = next((p.target_names for p in mesh.primitives if p.morph_targets), [])
-            out += [(node, i, n) for i, n in enumerate(names)]
-        return out
+    def _targets(self):
+        """Target names with non-zero deltas, each with every (node, index) it drives (as the panel's sliders)."""
+        if getattr(self, "_target_list", None) is None:
+            from .panel import panel_targets
+
+            self._target_list = panel_targets(self.scene, self.renderer.runtime.pose.morph_nodes)
+        return self._target_list
+
+    def _joint_name(self) -> str:
+        skin = self.scene.skins[0] if self.scene.skins else None
+        if skin is None or not len(skin.joints):
+            return str(self.heat_joint)
+        return self.scene.nodes[skin.joints[self.heat_joint % len(skin.joints)]].name
 
     def _on_key(self, window, key, scancode, action, mods) -> None:
         import glfw
@@ -180,14 +188,17 @@ class DemoWindow:
         elif key == glfw.KEY_H:
             print(HELP, flush=True)
         elif key == glfw.KEY_TAB and targets:
-            self.selected = (self.selected + (-1 if mods & glfw.MOD_SHIFT else 1)) % len(targets)
-            node, t, name = targets[self.selected]
-            print(f"selected target {name!r} of node {self.scene.nodes[node].name!r}", flush=True)
+            step = -1 if mods & glfw.MOD_SHIFT else 1
+            self.selected = (max(self.selected, -1 if step > 0 else 0) + step) % len(targets)
+            tgt = targets[self.selected]
+            print(f"selected target {tgt.name!r} ({len(tgt.slots)} nodes)", flush=True)
         elif key in (glfw.KEY_UP, glfw.KEY_DOWN) and targets:
-            node, t, name = targets[self.selected % len(targets)]
+            tgt = targets[max(self.selected, 0) % len(targets)]
+            node, t = tgt.slots[0]
             cur = float(self.renderer.runtime.pose.weights(node)[t])
-            v = self.driver.set_override(node, t, cur + (0.1 if key == glfw.KEY_UP else -0.1))
-            print(f"weight {name!r} = {v:.2f}", flush=True)
+            for node, t in tgt.slots:
+                v = self.driver.set_override(node, t, cur + (0.1 if key == glfw.KEY_UP else -0.1))
+            print(f"weight {tgt.name!r} = {v:.2f}", flush=True)
         elif key == glfw.KEY_BACKSPACE:
             self.driver.overrides.clear()
             print("weight overrides cleared", flush=True)
@@ -201,12 +212,12 @@ class DemoWindow:
             print(f"animation: {self.driver.cycle()}", flush=True)
         elif key == glfw.KEY_J:
             self.heat = not self.heat
-            print(f"heat map {'on' if self.heat else 'off'} (joint {self.heat_joint})", flush=True)
+            print(f"heat map {'on' if self.heat else 'off'} (joint {self._joint_name()})", flush=True)
         elif key == glfw.KEY_N:
             self.heat_joint += 1
             joints = max((len(s.joints) for s in self.scene.skins), default=1)
             self.heat_joint %= max(joints, 1)
-            print(f"heat map joint {self.heat_joint}", flush=True)
+            print(f"heat map joint {self._joint_name()}", flush=True)
         elif key == glfw.KEY_L:
             self.light_angle += 0.6
             a = self.light_angle
@@ -254,7 +265,7 @@ class DemoWindow:
         try:
             import imgui_bundle  # noqa: F401
         except ImportError:
-            print("vkmorph demo: no on-screen panel (pip install imgui-bundle); keys still work", file=sys.stderr)
+            print("vkmorph demo: no on-screen panel (pip install imgui-bundle); keys still work", flush=True)
             return None
         from .panel import DemoPanel
 
@@ -274,7 +285,7 @@ class DemoWindow:
         title_t, title_frames = last_t, 0
         gpu_ms = (0.0, 0.0)
         frames = self.args.frames
-        while not glfw.window_should_close(self.window) and self.guard.lost is None:
+        while self.guard.check() and not glfw.window_should_close(self.window):
             glfw.poll_events()
             if self.guard.lost is None:
                 w, h = glfw.get_framebuffer_size(self.window)
@@ -326,6 +337,9 @@ class DemoWindow:
             if now - title_t >= 0.5:
                 fps = title_frames / (now - title_t)
                 self.stats["fps"] = fps
+                if not self.guard.check():
+                    self.guard.hold_stderr()
+                    break
                 glfw.set_window_title(self.window, f"vkmorph | {fps:.0f} FPS | morph {gpu_ms[0]:.3f} ms | frame "
                                       f"{gpu_ms[1]:.2f} ms GPU | dispatched {counters.dispatched} skipped "
                                       f"{counters.skipped} | {self.driver.mode_name}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import socket
 import sys
 import tempfile
 
@@ -24,6 +25,7 @@ class DisplayGuard:
     def __init__(self, glfw):
         self.lost: str | None = None
         self._keep = []
+        self._fd = None
         try:
             display = glfw.get_x11_display()
         except Exception:  # noqa: BLE001 - not X11 (Wayland) or GLFW built without X11
@@ -35,6 +37,8 @@ class DisplayGuard:
             x11 = ctypes.CDLL(name)
         except OSError:
             return
+        x11.XConnectionNumber.argtypes = [ctypes.c_void_p]
+        self._fd = int(x11.XConnectionNumber(ctypes.c_void_p(display)))
         on_error = _ERR(self._on_error)
         on_io = _IOERR(self._on_io)
         self._keep += [on_error, on_io]
@@ -45,6 +49,20 @@ class DisplayGuard:
             self._keep.append(on_exit)
             x11.XSetIOErrorExitHandler.argtypes = [ctypes.c_void_p, _IOEXIT, ctypes.c_void_p]
             x11.XSetIOErrorExitHandler(ctypes.c_void_p(display), on_exit, None)
+
+    def check(self) -> bool:
+        """True while the display connection is alive: a peek at its socket finds the server's hang-up before an
+        X request does (Xlib can crash inside a request that meets a dead connection)."""
+        if self.lost is None and self._fd is not None:
+            try:
+                with socket.fromfd(self._fd, socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                    if sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                        self.lost = "the connection to the display was lost"
+            except BlockingIOError:
+                pass                       # alive, nothing to read
+            except OSError:
+                self.lost = "the connection to the display was lost"
+        return self.lost is None
 
     def hold_stderr(self) -> None:
         """From the loss on, Xlib writes complaints for every request on the dead connection straight to fd 2:

@@ -41,7 +41,7 @@ def run_info(args) -> int:
     print(f"{_p(summary['file'])}: {summary['node_count']} nodes, {len(summary['primitives'])} primitives, "
           f"{len(summary['skins'])} skins, {len(summary['animations'])} animations")
     for i, p in enumerate(summary["primitives"]):
-        print(f"  p{i} {_p(p['mesh'])!r}: {p['vertex_count']} vertices, {p['index_count']} indices, "
+        print(f"  p{i} {p['mesh']!r}: {p['vertex_count']} vertices, {p['index_count']} indices, "
               f"{len(p['target_names'])} targets ({p['delta_count']} deltas)"
               f"{', skinned' if p['skinned'] else ''}"
               + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else "")
@@ -60,6 +60,6 @@ def run_info(args) -> int:
     for s in summary["skins"]:
         print(f"  skin {_p(s['name'])}: {s['joint_count']} joints")
     for a in summary["animations"]:
-        print(f"  clip {_p(a['name'])!r}: {a['duration_s']:.3f} s, morph {_p(a['morph_channels'])}, "
+        print(f"  clip {a['name']!r}: {a['duration_s']:.3f} s, morph {_p(a['morph_channels'])}, "
               f"nodes {len(a['node_channels'])}")
     return 0

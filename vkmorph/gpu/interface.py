@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..asset.model import SKINNED_VERTEX, STATIC_VERTEX
-from ..morph.gpu_data import BASE_VERTEX, COMPACT_DELTA, MORPH_DELTA
+from ..morph.gpu_data import BLOCK_ENTRY, CHUNK, CHUNK_HEADER
 
 # descriptor kinds
 STORAGE, UNIFORM, SAMPLER = "storage", "uniform", "sampler"
@@ -220,15 +220,14 @@ class ShaderInterface:
 
 # ---------------------------------------------------------------------------------------------------- structs
 _GPU_DATA = "numpy vkmorph.morph.gpu_data"
-BASE_VERTEX_STRUCT = Struct("BaseVertex", BASE_VERTEX, f"{_GPU_DATA}.BASE_VERTEX",
-                            (("tangent", "w = handedness (not written back)"),))
-MORPH_DELTA_STRUCT = Struct("MorphDelta", MORPH_DELTA, f"{_GPU_DATA}.MORPH_DELTA",
-                            (("metadata", "x = weight index (the runtime's flat weight array)"),))
-COMPACT_DELTA_STRUCT = Struct("CompactDelta", COMPACT_DELTA, f"{_GPU_DATA}.COMPACT_DELTA",
-                              (("a", "snorm16 (p.x, p.y), (p.z, n.x)"), ("b", "snorm16 (n.y, n.z), (t.x, t.y)"),
-                               ("c", "snorm16 (t.z, 0), weight index")))
+CHUNK_STRUCT = Struct("Chunk", CHUNK_HEADER, f"{_GPU_DATA}.CHUNK_HEADER", (
+    ("first_vertex", "global index of the chunk's vertex 0"), ("first_entry", "its block-table range"),
+    ("out_vec4", "output vec4 of vertex 0; vertex stride in vec4s below")))
+BLOCK_STRUCT = Struct("Block", BLOCK_ENTRY, f"{_GPU_DATA}.BLOCK_ENTRY", (
+    ("slot", "weight slot"), ("first_delta", "index of the block's first delta")))
 
-MORPH_PUSH = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4")])
+MORPH_PUSH = np.dtype([("first_chunk", "<u4")])
+NORMALS_PUSH = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4")])
 SKIN_CAPTURE_PUSH = np.dtype([(n, "<u4") for n in ("vertex_count", "stride_words", "position_offset",
                                                    "normal_offset", "tangent_offset", "joints_offset",
                                                    "weights_offset")])
@@ -244,29 +243,40 @@ EXTRA_VERTEX = np.dtype([("color", "<f4", 4), ("texcoord1", "<f4", 2)])
 EXTRA_VERTEX_LOCATION = 6    # after the skinned vertex's six attributes
 
 # ---------------------------------------------------------------------------------------------------- compute
-MORPH_LOCAL_SIZE = 64
 NORMALIZE_EPSILON = 1e-12   # squared length; same constant in vkmorph/morph/reference.py (a test compares)
 
 
-def _morph(name: str, shader: str, delta: Struct, extra: tuple[Binding, ...] = ()) -> ShaderInterface:
+def _morph(name: str, shader: str, compact: bool, vertex_lists: bool) -> ShaderInterface:
+    """The morph kernels (layout: morph/gpu_data.py build_chunked_batch; code: glsl/morph_common.glsl)."""
     c = (COMPUTE,)
+    delta = (Binding("deltas", 4, STORAGE, c, "uvec4", "readonly", member="deltaA",
+                     block="DeltaA"),                      # (p.xy)(p.z n.x)(n.yz)(t.xy) snorm16 pairs
+             Binding("deltas_tz", 5, STORAGE, c, "uint", "readonly", member="deltaB", block="DeltaB"),
+             Binding("scales", 8, STORAGE, c, "vec4", "readonly")) if compact else (
+             Binding("deltas", 4, STORAGE, c, "vec4", "readonly", member="deltaA",
+                     block="DeltaA"),                      # 2 per delta: p.xyz n.x | n.yz t.xy
+             Binding("deltas_tz", 5, STORAGE, c, "float", "readonly", member="deltaB", block="DeltaB"))
+    if vertex_lists:   # per-vertex (delta, slot) lists of the CPU-device kernel
+        delta += (Binding("vertex_first", 9, STORAGE, c, "uint", "readonly"),
+                  Binding("vertex_deltas", 10, STORAGE, c, "uvec2", "readonly"))
     return ShaderInterface(
-        name, (shader,), f"batched sparse morph pass ({delta.name} deltas)",
-        bindings=(Binding("base_vertices", 0, STORAGE, c, BASE_VERTEX_STRUCT, "readonly"),
-                  Binding("vertex_offsets", 1, STORAGE, c, "uint", "readonly"),
-                  Binding("deltas", 2, STORAGE, c, delta, "readonly"),
+        name, (shader,), f"chunked morph pass ({'snorm16' if compact else 'full'} deltas)",
+        bindings=(Binding("chunks", 0, STORAGE, c, CHUNK_STRUCT, "readonly"),
+                  Binding("table", 1, STORAGE, c, BLOCK_STRUCT, "readonly"),
+                  Binding("masks", 2, STORAGE, c, "uvec4", "readonly"),       # 2 per block: 256 vertex bits
                   Binding("weights", 3, STORAGE, c, "float", "readonly"),
-                  Binding("out_words", 4, STORAGE, c, "float", "writeonly", block="Output"),
-                  Binding("out_word", 5, STORAGE, c, "uint", "readonly", block="OutputBase")) + extra,
+                  Binding("base", 6, STORAGE, c, "vec4", "readonly"),         # 3 per vertex: its first 48 bytes
+                  Binding("output", 7, STORAGE, c, "vec4", "writeonly", member="outVec4")) + delta,
         push=PushConstants(Struct("Push", MORPH_PUSH, notes=(
-            ("first_vertex", "global index of the first vertex of this dispatch"),)), c),
-        local_size=MORPH_LOCAL_SIZE,
-        constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON),))
+            ("first_chunk", "chunk of workgroup 0 of this dispatch"),)), c),
+        local_size=CHUNK,
+        constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON), ("uint", "CHUNK", CHUNK)))
 
 
-MORPH = _morph("morph", "morph.comp", MORPH_DELTA_STRUCT)
-MORPH_COMPACT = _morph("morph_compact", "morph_compact.comp", COMPACT_DELTA_STRUCT,
-                       (Binding("scales", 6, STORAGE, (COMPUTE,), "vec4", "readonly"),))
+MORPH = _morph("morph", "morph.comp", False, False)
+MORPH_COMPACT = _morph("morph_compact", "morph_compact.comp", True, False)
+MORPH_VERTEX = _morph("morph_vertex", "morph_vertex.comp", False, True)
+MORPH_COMPACT_VERTEX = _morph("morph_compact_vertex", "morph_compact_vertex.comp", True, True)
 
 NORMALS = ShaderInterface(
     "normals", ("normals.comp",), "optional per-frame normals from the morphed positions and the triangles",
@@ -275,9 +285,9 @@ NORMALS = ShaderInterface(
               Binding("face_vertices", 2, STORAGE, (COMPUTE,), "uint", "readonly"),
               Binding("face_offsets", 3, STORAGE, (COMPUTE,), "uint", "readonly"),
               Binding("vertex_faces", 4, STORAGE, (COMPUTE,), "uint", "readonly")),
-    push=PushConstants(Struct("Push", MORPH_PUSH, notes=(
+    push=PushConstants(Struct("Push", NORMALS_PUSH, notes=(
         ("first_vertex", "global index (the morph batch's) of the first vertex of this dispatch"),)), (COMPUTE,)),
-    local_size=MORPH_LOCAL_SIZE,
+    local_size=64,
     constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON), ("float", "AREA_EPSILON", 1e-24)))
 
 SKIN_CAPTURE = ShaderInterface(
@@ -304,7 +314,8 @@ SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows wit
 _VF = (VERTEX, FRAGMENT)
 _F = (FRAGMENT,)
 SCENE = ShaderInterface(
-    "scene", ("skin.vert", "static.vert", "forward.frag", "outline.frag", "shadow_mask.frag"),
+    "scene", ("skin.vert", "static.vert", "forward.frag", "ground.frag", "outline.frag",
+              "shadow_mask.frag"),
     "graphics pipelines: set 0 per frame (shadow map, frame constants), set 1 per item (skinning palette), "
     "set 2 per material",
     bindings=(Binding("shadow_map", 0, SAMPLER, _F, "sampler2DShadow"),
@@ -354,8 +365,9 @@ UI = ShaderInterface(
 UI_INPUT = ShaderInterface("ui_vertex", ("ui.vert",), "vertex inputs of the ImGui overlay (ImDrawVert)",
                            vertex=UI_VERTEX)
 
-INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, NORMALS, SKIN_CAPTURE, COPY, SCENE,
-                                           STATIC_INPUT, SKINNED_INPUT, EXTRA_INPUT, UI, UI_INPUT)
+INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, MORPH_VERTEX, MORPH_COMPACT_VERTEX, NORMALS,
+                                           SKIN_CAPTURE, COPY, SCENE, STATIC_INPUT, SKINNED_INPUT, EXTRA_INPUT, UI,
+                                           UI_INPUT)
 
 
 # ---------------------------------------------------------------------------------------------------- GLSL

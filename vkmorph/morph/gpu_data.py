@@ -1,13 +1,15 @@
 """Sparse GPU morph data (seed 000 ``buildGpuMorphData``): CSR deltas per vertex, std430 layouts as numpy dtypes.
 
-The numpy dtypes below are the single source of truth for the shader's struct layouts: gpu/interface.py
-declares them as the morph pipelines' storage-buffer elements and generates the GLSL structs from them.
-Building is vectorized per target (a loop over T, never over V), so 1M vertices x 50 targets is seconds, and
-memory stays O(non-zero deltas) beyond the asset itself.
+The CSR form (``build_gpu_morph_data``) is the readable description of the data (tests, ``vkmorph info``); the
+GPU kernel reads the chunked target-major form below (``build_chunked_batch``), whose reasons are written down
+at its definition. Building is vectorized per target (a loop over T, never over V) and memory stays
+O(non-zero deltas) beyond the asset itself.
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,11 +50,12 @@ def _target_arrays(prim: MeshPrimitiveAsset, t: int):
 
 def nonzero_vertices(prim: MeshPrimitiveAsset, t: int) -> np.ndarray:
     """Vertices where target t has any non-zero position, normal or tangent delta."""
-    mask = np.zeros(prim.vertex_count, bool)
+    bits = np.zeros(prim.vertex_count, np.uint32)
     for d in _target_arrays(prim, t):
-        if d is not None:
-            mask |= np.any(d != 0, axis=1)
-    return np.flatnonzero(mask)
+        if d is not None:       # OR of the words, sign bit dropped (-0.0 is zero): faster than np.any(d != 0, 1)
+            w = np.ascontiguousarray(d, np.float32).view(np.uint32)
+            bits |= w[:, 0] | w[:, 1] | w[:, 2]
+    return np.flatnonzero(bits << np.uint32(1))
 
 
 def count_deltas(prim: MeshPrimitiveAsset) -> int:
@@ -155,3 +158,282 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
     out["c"][:, 1] = t + weight_offset
     return out, scales
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# Chunked target-major layout: what the GPU kernel (glsl/morph_common.glsl) reads. The CSR form above stays the
+# readable description of the data (tests, `vkmorph info`); this one is designed against the bandwidth floor.
+#
+# Why this layout (measured on an H200 and lavapipe; numbers in bench/ and ../shared/perf):
+# - One 256-thread workgroup owns one *chunk*: up to 256 consecutive vertices of ONE primitive (chunks never
+#   straddle primitives, so each chunk has one output base address and stride and no per-vertex address table).
+# - Base vertices are stored as the first 48 bytes of the output vertex (position, normal, tangent, texcoord) so
+#   each thread reads 3 x vec4 and writes 3 x vec4 whole: full 16-byte stores, no scalar read-modify-write
+#   traffic at a 48/80-byte stride (nine scalar stores per vertex were slow even without deltas).
+# - Deltas are grouped per (chunk, target) *block*, in vertex order (blocks stored target-major: cheap to
+#   build). A block has one table entry (weight slot, first delta) and a 256-bit mask of the chunk's vertices it
+#   moves. An inactive target costs 8 bytes per chunk it touches (its table entry), never its deltas: the
+#   few-active case reads only what it uses.
+# - Per frame each workgroup compacts the active blocks of its chunk into shared memory with subgroup ballots
+#   (deterministic order: table order; the block masks are loaded with the weights, one memory round trip less),
+#   and each thread finds its own delta in a block by a popcount of the mask bits below it. Loads of up to four
+#   deltas are issued back to back (branch-free, a miss reads the zero delta at index 0). No atomics: the
+#   summation order is fixed and results repeat. Devices without subgroup ballots, and CPU devices (lavapipe,
+#   where barriers, shared memory and work per (block x lane) are what cost), use a per-vertex kernel over the
+#   same deltas with per-vertex (delta, slot) lists built only for it (a uniform walk of the block table was
+#   measured up to 15x slower there on sparse random targets).
+# Measured alternatives (bench/variants.py, bench/variants-*.txt): a shared-memory scan instead of ballots,
+# one dependent delta load per trip instead of four, masks loaded after compaction, the CSR layout before.
+# - Delta payload, no index: full = 2 x vec4 (p.xyz n.x | n.yz t.xy) + 1 float (t.z) = 36 bytes; compact =
+#   1 x uvec4 of snorm16 pairs + one 16-bit t.z = 18 bytes, scaled per target.
+# ---------------------------------------------------------------------------------------------------------------
+CHUNK = 256                   # vertices per chunk (= local_size_x of the workgroup kernel); mask bits per block
+MASK_WORDS = CHUNK // 32
+# std430 records the kernels read (gpu/interface.py generates their GLSL structs from these dtypes)
+CHUNK_HEADER = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4"), ("first_entry", "<u4"),
+                         ("end_entry", "<u4"), ("out_vec4", "<u4"), ("stride_vec4", "<u4"), ("pad", "<u4", 2)])
+BLOCK_ENTRY = np.dtype([("slot", "<u4"), ("first_delta", "<u4")])
+CHUNK_RECORD = CHUNK_HEADER.itemsize // 4
+DELTA_A_WORDS = {"full": 8, "compact": 4}   # per delta, stream A (vec4-aligned)
+
+
+@dataclass
+class ChunkedPrimitive:
+    """One primitive laid out for the chunked kernel with local indices (vertex 0, target 0, delta 1: row 0 of
+    the delta streams is the zero delta that misses read). Instances of one primitive share it."""
+
+    vertex_count: int
+    target_count: int
+    vertex_stride_vec4: int
+    chunks: np.ndarray        # (C, 4) int64: first vertex, vertex count, first table entry, end table entry
+    table: np.ndarray         # (B, 2) uint32: target, first delta
+    masks: np.ndarray         # (B, 8) uint32
+    delta_a: np.ndarray       # (D + 1, 8) float32 | (D + 1, 4) uint32
+    delta_b: np.ndarray       # (D + 1,) float32 | uint16
+    base: np.ndarray          # (V, 12) float32
+    scales: np.ndarray        # (T, 3) float32 (compact) / ones
+    conservative_bounds: np.ndarray
+    maximum_position_delta: float
+    vertex_first: np.ndarray | None = None    # (V + 1,) int64: each vertex's range in vertex_deltas
+    vertex_deltas: np.ndarray | None = None   # (D, 2) uint32: delta index, target (ascending per vertex)
+
+    @property
+    def delta_count(self) -> int:
+        return len(self.delta_a) - 1
+
+
+def _vertex_lists(V: int, nz: list, target_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-vertex (delta, target) lists for the CPU-device kernel, by counting (no sort): targets in order, each
+    target's vertices are distinct, so one fancy-indexed increment per target places its deltas."""
+    counts = np.zeros(V, np.int64)
+    for v in nz:
+        counts[v] += 1
+    first = np.zeros(V + 1, np.int64)
+    np.cumsum(counts, out=first[1:])
+    out = np.zeros((int(first[-1]), 2), np.uint32)
+    fill = first[:-1].copy()
+    for t, v in enumerate(nz):
+        dest = fill[v]
+        out[dest, 0] = target_first[t] + np.arange(len(v))
+        out[dest, 1] = t
+        fill[v] += 1
+    return first, out
+
+
+def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
+                     weight_range: tuple[float, float] = (0.0, 1.0), vertex_lists: bool = False) -> ChunkedPrimitive:
+    """Chunked layout of one primitive, vectorized per target (no loop over vertices).
+
+    The block TABLE is chunk-major (what a workgroup walks); the DELTAS are stored target-major, vertex order
+    (each target's non-zero deltas, concatenated), which already makes every (chunk, target) block one
+    contiguous run: the build writes each target's deltas sequentially instead of scattering them.
+    """
+    if delta_format not in DELTA_FORMATS:
+        raise ValueError(f"delta_format must be one of {DELTA_FORMATS}")
+    compact = delta_format == "compact"
+    V, T = prim.vertex_count, len(prim.morph_targets)
+    C = (V + CHUNK - 1) // CHUNK
+    pool = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)))   # numpy releases the GIL
+    nz = list(pool.map(lambda t: nonzero_vertices(prim, t), range(T)))
+    counts = np.zeros((C, T), np.int64)
+    for t, v in enumerate(nz):
+        counts[:, t] = np.bincount(v // CHUNK, minlength=C)
+    target_first = np.ones(T + 1, np.int64)             # delta 0 is the zero delta misses read
+    np.cumsum([len(v) for v in nz], out=target_first[1:])
+    target_first[1:] += 1
+    first = target_first[None, :T] + np.cumsum(counts, axis=0) - counts   # (C, T) first delta of each block
+    exists = counts.ravel() > 0                         # blocks in chunk-major, then target order
+    blk = np.cumsum(exists) - 1
+    ex = np.flatnonzero(exists)
+    B, D = len(ex), int(counts.sum())
+    table = np.zeros((B, 2), np.uint32)
+    table[:, 0] = ex % max(T, 1)
+    table[:, 1] = first.ravel()[ex]
+    entries = np.zeros(C + 1, np.int64)
+    np.cumsum(exists.reshape(C, T).sum(axis=1), out=entries[1:])
+    chunks = np.zeros((C, 4), np.int64)
+    chunks[:, 0] = np.arange(C) * CHUNK
+    chunks[:, 1] = np.minimum(CHUNK, V - chunks[:, 0])
+    chunks[:, 2], chunks[:, 3] = entries[:-1], entries[1:]
+    masks = np.zeros((B, MASK_WORDS), np.uint32)
+    m_flat = masks.reshape(-1)
+    delta_a = np.zeros((D + 1, DELTA_A_WORDS[delta_format]), np.uint32 if compact else np.float32)
+    delta_b = np.zeros(D + 1, np.uint16 if compact else np.float32)
+    positions = np.zeros((D + 1, 3), np.float32) if compact else delta_a[:, :3]    # for the bounds
+    scales = np.ones((T, 3), np.float32)
+    base = np.zeros((V, 12), np.float32)
+    base.view(np.uint8)[:] = prim.vertices.view(np.uint8).reshape(V, -1)[:, :48]
+    zeros = np.zeros((0, 3), np.float32)
+
+    def fill(t: int) -> None:   # target t writes only its own rows, scale and blocks: targets run in parallel
+        v = nz[t]
+        if not len(v):
+            return
+        rows = slice(target_first[t], target_first[t + 1])
+        tgt = prim.morph_targets[t]
+        dp = tgt.position_deltas[v]
+        dn = tgt.normal_deltas[v] if tgt.normal_deltas is not None else np.resize(zeros, (len(v), 3))
+        dt = tgt.tangent_deltas[v] if tgt.tangent_deltas is not None else np.resize(zeros, (len(v), 3))
+        if compact:
+            s = [float(np.abs(x).max()) or 1.0 for x in (dp, dn, dt)]
+            scales[t] = s
+            qp, qn, qt = (x / sx for x, sx in zip((dp, dn, dt), s))
+            a = delta_a[rows]
+            a[:, 0] = _pack2(qp[:, 0], qp[:, 1])
+            a[:, 1] = _pack2(qp[:, 2], qn[:, 0])
+            a[:, 2] = _pack2(qn[:, 1], qn[:, 2])
+            a[:, 3] = _pack2(qt[:, 0], qt[:, 1])
+            delta_b[rows] = _snorm16(qt[:, 2])
+            positions[rows] = dp
+        else:
+            a = delta_a[rows]
+            a[:, 0:3] = dp
+            a[:, 3:6] = dn
+            a[:, 6:8] = dt[:, :2]
+            delta_b[rows] = dt[:, 2]
+        c = v // CHUNK
+        local = v % CHUNK
+        key = c * MASK_WORDS + local // 32
+        bits = np.left_shift(np.uint32(1), (local % 32).astype(np.uint32))
+        run = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        kc = key[run]
+        m_flat[blk[(kc // MASK_WORDS) * T + t] * MASK_WORDS + kc % MASK_WORDS] = np.bitwise_or.reduceat(bits, run)
+
+    list(pool.map(fill, range(T)))
+    # conservative bounds: with lo <= hi, min(lo d, hi d) = lo d for d >= 0 and hi d for d < 0
+    lo_w, hi_w = weight_range
+    vert = np.concatenate([np.zeros(1, np.int64)] + nz) if T else np.zeros(1, np.int64)
+    up, down = np.zeros((V, 3)), np.zeros((V, 3))
+
+    def sums(k: int) -> None:
+        comp = np.ascontiguousarray(positions[1:, k])
+        up[:, k] = np.bincount(vert[1:], np.maximum(comp, 0), minlength=V)
+        down[:, k] = np.bincount(vert[1:], np.minimum(comp, 0), minlength=V)
+
+    list(pool.map(sums, range(3 if D else 0)))
+    pool.shutdown()
+    neg, pos = lo_w * up + hi_w * down, hi_w * up + lo_w * down
+    p = prim.vertices["position"].astype(np.float64)
+    bounds = np.stack([(p + neg).min(axis=0), (p + pos).max(axis=0)]) if V else np.zeros((2, 3))
+    reach = np.maximum(np.abs(neg), np.abs(pos))
+    max_delta = float(np.sqrt((reach ** 2).sum(axis=1)).max()) if V else 0.0
+    lists = _vertex_lists(V, nz, target_first) if vertex_lists else (None, None)
+    return ChunkedPrimitive(V, T, prim.vertices.dtype.itemsize // 16, chunks, table, masks, delta_a, delta_b,
+                            base, scales, bounds, max_delta, *lists)
+
+
+@dataclass
+class PrimitiveSlot:
+    """Where one primitive instance lives in a :class:`ChunkedBatch`."""
+
+    first_vertex: int
+    first_chunk: int
+    chunk_count: int
+    weight_offset: int
+    delta_count: int
+    block_count: int
+    conservative_bounds: np.ndarray
+    maximum_position_delta: float
+
+
+@dataclass
+class ChunkedBatch:
+    """All morphing primitives of a runtime in the chunked target-major layout (arrays ready to upload)."""
+
+    delta_format: str
+    chunks: np.ndarray        # (C, 8) uint32: first vertex, count, first entry, end entry | out vec4, stride
+    table: np.ndarray         # (B, 2) uint32: weight slot, global index of the block's first delta
+    masks: np.ndarray         # (B, 8) uint32: bit i = chunk vertex i has a delta in this block
+    delta_a: np.ndarray       # full (D + 1, 8) float32 / compact (D + 1, 4) uint32; row 0 = the zero delta
+    delta_b: np.ndarray       # full (D + 1,) float32 t.z / compact uint32 holding two snorm16 t.z each
+    base: np.ndarray          # (V, 12) float32: the first 48 bytes of each vertex
+    scales: np.ndarray        # (S, 4) float32 per weight slot (compact: position, normal, tangent scale)
+    slots: list
+    vertex_first: np.ndarray | None = None    # (V + 1,) uint32 (vertex_lists only)
+    vertex_deltas: np.ndarray | None = None   # (D, 2) uint32: global delta index, weight slot
+
+    @property
+    def delta_count(self) -> int:
+        return len(self.delta_a) - 1
+
+
+def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0), delta_format="full",
+                        slot_count: int | None = None, vertex_lists: bool = False) -> ChunkedBatch:
+    """Lay out ``prims`` (validated primitives with targets; the same object may repeat: instances share one
+    layout) for the chunked kernel. ``weight_offsets[i]``: weight slot of target 0 of prims[i];
+    ``out_vec4[i]``: vec4 index of its vertex 0 in the output buffer (stride = vertex size / 16)."""
+    cache: dict[int, ChunkedPrimitive] = {}
+    locs = []
+    for p in prims:
+        if id(p) not in cache:
+            cache[id(p)] = layout_primitive(p, delta_format, weight_range, vertex_lists)
+        locs.append(cache[id(p)])
+    S = slot_count if slot_count is not None else max([w + lp.target_count for w, lp in zip(weight_offsets, locs)]
+                                                      + [1])
+    Ctot = sum(len(lp.chunks) for lp in locs)
+    Btot = sum(len(lp.table) for lp in locs)
+    Vtot = sum(lp.vertex_count for lp in locs)
+    chunks = np.zeros((max(1, Ctot), CHUNK_RECORD), np.uint32)
+    table = np.zeros((max(1, Btot), 2), np.uint32)
+    masks = np.zeros((max(1, Btot), MASK_WORDS), np.uint32)
+    scales = np.ones((max(1, S), 4), np.float32)
+    if len(locs) == 1:                         # one big primitive: no copy of its deltas
+        delta_a, delta_b = locs[0].delta_a, locs[0].delta_b
+        base = locs[0].base if Vtot else np.zeros((1, 12), np.float32)
+    else:
+        delta_a = np.concatenate([locs[0].delta_a[:1]] + [lp.delta_a[1:] for lp in locs]) if locs else \
+            np.zeros((1, DELTA_A_WORDS[delta_format]), np.float32)
+        delta_b = np.concatenate([locs[0].delta_b[:1]] + [lp.delta_b[1:] for lp in locs]) if locs else \
+            np.zeros(1, np.float32)
+        base = np.concatenate([lp.base for lp in locs]) if Vtot else np.zeros((1, 12), np.float32)
+    if delta_format == "compact":
+        delta_b = np.concatenate([delta_b, np.zeros(len(delta_b) % 2, np.uint16)]).view(np.uint32)
+    slots = []
+    if vertex_lists:
+        vfirst = np.zeros(max(1, Vtot) + 1, np.uint32)
+        vdeltas = np.zeros((max(1, sum(len(lp.vertex_deltas) for lp in locs)), 2), np.uint32)
+    c0 = b0 = v0 = 0
+    d0 = l0 = 0
+    for lp, w_off, o_vec4 in zip(locs, weight_offsets, out_vec4):
+        if vertex_lists:
+            L = len(lp.vertex_deltas)
+            vfirst[v0:v0 + lp.vertex_count + 1] = l0 + lp.vertex_first
+            vdeltas[l0:l0 + L, 0] = lp.vertex_deltas[:, 0] + d0
+            vdeltas[l0:l0 + L, 1] = lp.vertex_deltas[:, 1] + w_off
+            l0 += L
+        C, B = len(lp.chunks), len(lp.table)
+        ch = chunks[c0:c0 + C]
+        ch[:, 0] = v0 + lp.chunks[:, 0]
+        ch[:, 1] = lp.chunks[:, 1]
+        ch[:, 2] = b0 + lp.chunks[:, 2]
+        ch[:, 3] = b0 + lp.chunks[:, 3]
+        ch[:, 4] = o_vec4 + lp.chunks[:, 0] * lp.vertex_stride_vec4
+        ch[:, 5] = lp.vertex_stride_vec4
+        table[b0:b0 + B, 0] = lp.table[:, 0] + w_off
+        table[b0:b0 + B, 1] = lp.table[:, 1] + d0
+        masks[b0:b0 + B] = lp.masks
+        scales[w_off:w_off + lp.target_count, :3] = lp.scales
+        slots.append(PrimitiveSlot(v0, c0, C, w_off, lp.delta_count, B, lp.conservative_bounds,
+                                   lp.maximum_position_delta))
+        c0, b0, v0, d0 = c0 + C, b0 + B, v0 + lp.vertex_count, d0 + lp.delta_count
+    lists = (vfirst, vdeltas) if vertex_lists else (None, None)
+    return ChunkedBatch(delta_format, chunks, table, masks, delta_a, delta_b, base, scales, slots, *lists)

@@ -23,7 +23,7 @@ import numpy as np
 from ..asset.model import MeshPrimitiveAsset
 
 NORMALIZE_EPSILON = 1e-12  # squared length below which the base vector is kept (same constant in morph.comp)
-ORTHOGONALIZE_TANGENTS = False  # True once glsl/morph*.comp re-orthogonalize tangents (kernel engineer)
+ORTHOGONALIZE_TANGENTS = True  # glsl/morph_common.glsl writeVertex applies the same step
 
 
 def _normalize_or(v: np.ndarray, fallback: np.ndarray) -> np.ndarray:

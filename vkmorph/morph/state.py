@@ -249,7 +249,8 @@ class SceneMorphPose:
         if not changed.any():
             return 0
         self.flat[:] = new
-        nodes = np.unique(self._slot_node[changed])
+        sel = self._slot_node[changed]
+        nodes = sel[np.r_[True, sel[1:] != sel[:-1]]]    # runs (slots are node-contiguous): no sort, no hash
         self._dirty.update(nodes.tolist())
         self.version += 1
         return len(nodes)

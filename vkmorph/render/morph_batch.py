@@ -2,19 +2,19 @@
 
 The seam to the facade (render/morph_pass.py, ``MorphRuntime``) is deliberately narrow:
 
-- ``MorphBatch(ctx, instances, pose, delta_format, slots)`` builds the GPU data of ``instances`` (the morphing
+- ``MorphBatch(ctx, instances, pose, delta_format)`` builds the GPU data of ``instances`` (the morphing
   ``PrimitiveInstance`` objects, in order) and fills in on each instance the fields the facade publishes:
-  ``vertex_buffer`` (a ``memory.Buffer``: the morph output), ``vertex_offset`` (bytes, in slot 0),
-  ``delta_count`` and ``conservative_bounds``. It reads ``inst.prim``, ``inst.node`` and ``inst.target_count``
-  and nothing else. ``slots`` output copies (one per frame in flight) live in the same buffer, slot k at byte
-  ``k * slot_stride``; each starts as the primitives' full vertex data.
+  ``vertex_buffer`` (a ``memory.Buffer``: the morph output), ``vertex_offset`` (bytes), ``delta_count`` and
+  ``conservative_bounds``. It reads ``inst.prim``, ``inst.node`` and ``inst.target_count`` and nothing else.
 - ``record_uploads(cb, dirty)`` records the weight upload (transfer writes to buffers it owns) and returns the
   bytes uploaded; ``record_dispatches(cb, dirty)`` binds and dispatches (compute reads/writes) and returns the
-  number of vkCmdDispatch calls; it writes only output slot ``slot``. ``dirty`` is a sequence of indices into
-  ``instances``. The weights are shared by all slots (uploads bring them up to date). The facade records the
+  number of vkCmdDispatch calls. ``dirty`` is a sequence of indices into ``instances``. The facade records the
   barriers around both (frames-in-flight guard before the uploads, transfer -> compute between, compute ->
   consumer after), so these two calls record no barriers and never submit or wait.
 - ``gpu_bytes`` (name -> bytes), ``total_vertices``, ``total_deltas``; ``destroy()`` frees what it created.
+
+The data layout (chunked target-major blocks with vertex masks) and why it is what it is: morph/gpu_data.py
+``build_chunked_batch`` and glsl/morph_common.glsl.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from ..asset.model import attribute_offsets_words
 from ..errors import UsageError
 from ..gpu import memory as M
 from ..gpu.context import Context, Owner
-from ..gpu.interface import MORPH, MORPH_COMPACT
+from ..gpu.interface import MORPH, MORPH_COMPACT, MORPH_COMPACT_VERTEX, MORPH_VERTEX
 from ..gpu.interface import MORPH_PUSH as PUSH
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
-from ..morph.gpu_data import DELTA_FORMATS, MORPH_DELTA, build_gpu_morph_data, compact_deltas
+from ..morph.gpu_data import DELTA_FORMATS, build_chunked_batch
 from ..morph.state import SceneMorphPose
 
 if TYPE_CHECKING:
@@ -41,27 +41,60 @@ if TYPE_CHECKING:
 OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment, so ranges can be bound
 UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
+MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
+# Kernel per delta format. GPUs with subgroup ballots: active blocks compacted per workgroup in shared memory;
+# CPU devices (lavapipe) and GPUs without ballots: one invocation per vertex over its own (delta, slot) list, no
+# barriers (both measured on an H200 and lavapipe, see bench/ and glsl/morph_common.glsl).
+SHADERS = {"full": MORPH, "compact": MORPH_COMPACT}
+CPU_SHADERS = {"full": MORPH_VERTEX, "compact": MORPH_COMPACT_VERTEX}
+
+
+def subgroup_ballot_in_compute(ctx: Context) -> bool:
+    """VkPhysicalDeviceSubgroupProperties: ballot operations supported in compute shaders."""
+    try:
+        sub = vk.VkPhysicalDeviceSubgroupProperties()
+        props = vk.VkPhysicalDeviceProperties2(pNext=sub)
+        vk.vkGetPhysicalDeviceProperties2(ctx.physical_device, props)   # Vulkan 1.1 core
+    except Exception:   # noqa: BLE001 -- a Vulkan 1.0 host: no subgroup query, use the per-vertex kernel
+        return False
+    return bool(sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT) and bool(
+        sub.supportedOperations & vk.VK_SUBGROUP_FEATURE_BALLOT_BIT)
+
+
+def kernel_for(ctx: Context, delta_format: str):
+    workgroup = ctx.info.device_type != "cpu" and subgroup_ballot_in_compute(ctx)
+    return (SHADERS if workgroup else CPU_SHADERS)[delta_format]
 
 
 def _align(n: int, a: int = OUTPUT_ALIGNMENT) -> int:
     return (n + a - 1) // a * a
 
 
+class _Dispatch:
+    """Push constants for a chunk range, split at MAX_GROUPS workgroups per vkCmdDispatch."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, first_chunk: int, chunk_count: int):
+        self.pieces = []
+        for c in range(first_chunk, first_chunk + chunk_count, MAX_GROUPS):
+            push = np.array([c], PUSH)
+            self.pieces.append((push, M.cffi_pointer(push), min(MAX_GROUPS, first_chunk + chunk_count - c)))
+
+
 class _Slot:
     """Kernel-side bookkeeping of one primitive in the batch."""
 
-    __slots__ = ("first_vertex", "weight_offset", "target_count", "groups", "push", "push_ptr")
+    __slots__ = ("weight_offset", "target_count", "dispatch")
 
-    def __init__(self, first_vertex: int, weight_offset: int, target_count: int, vertex_count: int):
-        self.first_vertex, self.weight_offset, self.target_count = first_vertex, weight_offset, target_count
-        self.groups = MORPH.groups(vertex_count)
-        self.push = np.array([(first_vertex, vertex_count)], PUSH)
-        self.push_ptr = M.cffi_pointer(self.push)
+    def __init__(self, weight_offset: int, target_count: int, first_chunk: int, chunk_count: int):
+        self.weight_offset, self.target_count = weight_offset, target_count
+        self.dispatch = _Dispatch(first_chunk, chunk_count)
 
 
 class MorphBatch:
-    """Base vertices, CSR offsets, deltas and weights of all morphing primitives behind one descriptor set; the
-    output vertex data of each primitive at its own aligned offset of one STORAGE | VERTEX buffer."""
+    """The chunked morph data of all morphing primitives behind one descriptor set; the output vertex data of
+    each primitive at its own aligned offset of one STORAGE | VERTEX buffer (it starts as the full vertices)."""
 
     def __init__(self, ctx: Context, instances: Sequence[PrimitiveInstance], pose: SceneMorphPose,
                  delta_format: str = "full", slots: int = 1):
@@ -85,73 +118,62 @@ class MorphBatch:
 
     def _build(self) -> None:
         ctx = self.ctx
-        bases, offsets, deltas, out_words, scales, gather = [], [], [], [], [], []
-        out_bytes = 0
-        vtx = dlt = slot = 0
+        prims, weight_offsets, out_vec4, gather = [], [], [], []
+        out_bytes = slot = 0
         for inst in self.instances:
             prim = inst.prim
-            if attribute_offsets_words(prim.vertices.dtype)["tangent"] != 6:
-                raise UsageError("vertex layout must start with position, normal, tangent")
-            data = build_gpu_morph_data(prim, self.pose.weight_range)
-            V = prim.vertex_count
-            self._slots.append(_Slot(vtx, slot, inst.target_count, V))
-            inst.delta_count, inst.conservative_bounds = data.delta_count, data.conservative_bounds
+            if attribute_offsets_words(prim.vertices.dtype)["tangent"] != 6 or prim.vertices.dtype.itemsize % 16:
+                raise UsageError("vertex layout must start with position, normal, tangent, texcoord and be a "
+                                 "multiple of 16 bytes")
+            prims.append(prim)
+            weight_offsets.append(slot)
+            out_vec4.append(out_bytes // 16)
             inst.vertex_offset = out_bytes
-            bases.append(data.base_vertices)
-            offsets.append(data.vertex_offsets[:-1].astype(np.int64) + dlt)
-            if self.delta_format == "full":
-                d = data.deltas.copy()
-                d["metadata"][:, 0] += slot
-            else:
-                d, s = compact_deltas(data, slot)
-                scales.append(s)
-            deltas.append(d)
-            out_words.append(out_bytes // 4 + np.arange(V, dtype=np.int64) * (prim.vertices.dtype.itemsize // 4))
             node_slice = self.pose.slice_of(inst.node)
             gather.append(node_slice.start + np.arange(inst.target_count))
-            vtx += V
-            dlt += data.delta_count
             slot += inst.target_count
             out_bytes = _align(out_bytes + prim.vertices.nbytes)
-        self.total_vertices, self.total_deltas = vtx, dlt
+        self.kernel = kernel_for(ctx, self.delta_format)
+        lists = any(b.name == "vertex_first" for b in self.kernel.bindings)
+        data = build_chunked_batch(prims, weight_offsets, out_vec4, self.pose.weight_range, self.delta_format,
+                                   slot_count=slot, vertex_lists=lists)
+        for inst, s in zip(self.instances, data.slots):
+            inst.delta_count, inst.conservative_bounds = s.delta_count, s.conservative_bounds
+            self._slots.append(_Slot(s.weight_offset, inst.target_count, s.first_chunk, s.chunk_count))
+        self.total_vertices = sum(p.vertex_count for p in prims)
+        self.total_deltas = data.delta_count
         self._gather = np.concatenate(gather).astype(np.int64)
         self.gpu_weights = np.zeros(slot, np.float32)
-        offs = np.concatenate(offsets + [np.array([dlt])]).astype(np.uint32)
-        delta_dtype = MORPH_DELTA if self.delta_format == "full" else deltas[0].dtype
-        all_deltas = np.concatenate(deltas) if dlt else np.zeros(1, delta_dtype)
         staging = np.zeros(out_bytes, np.uint8)
         for inst in self.instances:
             raw = inst.prim.vertices.view(np.uint8)
             staging[inst.vertex_offset:inst.vertex_offset + raw.nbytes] = raw
-        self.base = self._own(M.device_buffer(ctx, np.concatenate(bases), M.STORAGE, name="morph base"))
-        self.offsets = self._own(M.device_buffer(ctx, offs, M.STORAGE, name="morph offsets"))
-        self.deltas = self._own(M.device_buffer(ctx, all_deltas, M.STORAGE, name="morph deltas"))
-        self.weights = self._own(M.device_buffer(ctx, None, M.STORAGE, size=4 * max(1, slot), name="morph weights"))
-        self.slot_stride = out_bytes
+        buffers = {}
+        arrays = {"chunks": data.chunks, "table": data.table, "masks": data.masks, "deltas": data.delta_a,
+                  "deltas_tz": data.delta_b, "base": data.base}
+        if self.delta_format == "compact":
+            arrays["scales"] = data.scales
+        if lists:
+            arrays["vertex_first"], arrays["vertex_deltas"] = data.vertex_first, data.vertex_deltas
+        for name, arr in arrays.items():
+            buffers[name] = self._own(M.device_buffer(ctx, arr, M.STORAGE, name=f"morph {name}"))
+        self.weights = buffers["weights"] = self._own(M.device_buffer(ctx, None, M.STORAGE, size=4 * max(1, slot),
+                                                                      name="morph weights"))
+        self.slot_stride = out_bytes     # output slot k (frames in flight) starts at k * slot_stride
         self.output = self._own(M.device_buffer(ctx, np.tile(staging, self.slots), M.STORAGE | M.VERTEX,
                                                 name="morph output vertices"))
-        self.out_words = self._own(M.device_buffer(ctx, np.concatenate(out_words).astype(np.uint32), M.STORAGE,
-                                                   name="morph output words"))
-        buffers = {"base_vertices": self.base, "vertex_offsets": self.offsets, "deltas": self.deltas,
-                   "weights": self.weights, "out_word": self.out_words}
-        iface = MORPH
-        if self.delta_format == "compact":
-            sc = np.zeros((max(1, slot), 4), np.float32)
-            sc[:slot, :3] = np.concatenate(scales)
-            self.scales = self._own(M.device_buffer(ctx, sc, M.STORAGE, name="morph target scales"))
-            buffers["scales"] = self.scales
-            iface = MORPH_COMPACT
+        self.gpu_bytes = {name: b.size for name, b in buffers.items()}
+        self.gpu_bytes["output"] = self.output.size
         for inst in self.instances:
             inst.vertex_buffer = self.output
-        self.pipeline = self._own(ComputePipeline(ctx, iface, max_sets=self.slots))
+        self.pipeline = self._own(ComputePipeline(ctx, self.kernel, max_sets=self.slots))
         self.descriptor_sets = []
         for k in range(self.slots):
-            buffers["out_words"] = (self.output, k * out_bytes, max(out_bytes, 4))
+            buffers["output"] = (self.output, k * out_bytes, max(out_bytes, 16))
             self.descriptor_sets.append(self.pipeline.make_set(buffers))
-        self._all = _Slot(0, 0, slot, vtx)
-        self.gpu_bytes = {"base": self.base.size, "offsets": self.offsets.size, "deltas": self.deltas.size,
-                          "weights": self.weights.size, "output": self.output.size,
-                          "output_words": self.out_words.size}
+            if k == 0:
+                self.buffers = dict(buffers)
+        self._all = _Slot(0, slot, 0, len(data.chunks))
 
     # ------------------------------------------------------------------ per frame
     def record_uploads(self, cb, dirty: Sequence[int]) -> int:
@@ -162,14 +184,17 @@ class MorphBatch:
         return self._upload(cb, 0, len(self.gpu_weights))
 
     def record_dispatches(self, cb, dirty: Sequence[int], slot: int = 0) -> int:
-        """Record the morph of the ``dirty`` primitives into output ``slot`` (one dispatch each when few, else
-        one over all)."""
+        """Record the morph of the ``dirty`` primitives into output ``slot`` (their chunks when few, else every
+        chunk); returns the number of vkCmdDispatch calls."""
         self.pipeline.bind(cb, self.descriptor_sets[slot])
         slots = [self._slots[i] for i in dirty] if len(dirty) <= FEW_DIRTY else [self._all]
+        calls = 0
         for s in slots:
-            self.pipeline.push(cb, s.push_ptr, PUSH.itemsize)
-            vk.vkCmdDispatch(cb, s.groups, 1, 1)
-        return len(slots)
+            for _push, ptr, groups in s.dispatch.pieces:
+                self.pipeline.push(cb, ptr, PUSH.itemsize)
+                vk.vkCmdDispatch(cb, groups, 1, 1)
+                calls += 1
+        return calls
 
     def _upload(self, cb, first: int, count: int) -> int:
         """vkCmdUpdateBuffer of gpu_weights[first:first+count] (chunked at 64 KiB); returns bytes."""

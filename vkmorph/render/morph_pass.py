@@ -272,10 +272,15 @@ class MorphRuntime:
             self.last_counters = c
             return c
         self._slot_version[slot] = self.pose.version
-        changed = [i for n in self.pose.take_dirty() for i in self._by_node.get(n, ())]
+        dirty_nodes = self.pose.take_dirty()
+        if len(dirty_nodes) >= len(self._by_node) and set(dirty_nodes).issuperset(self._by_node):
+            changed = range(len(self.morphing))          # everything changed: no per-node lists
+        else:
+            changed = [i for n in dirty_nodes for i in self._by_node.get(n, ())]
         for pending in self._slot_pending:
             pending.update(changed)
-        dirty = sorted(self._slot_pending[slot])
+        pending = self._slot_pending[slot]
+        dirty = range(len(self.morphing)) if len(pending) == len(self.morphing) else sorted(pending)
         self._slot_pending[slot].clear()
         c.skipped = len(self.morphing) - len(dirty)
         if not dirty:

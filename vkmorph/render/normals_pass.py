@@ -22,8 +22,8 @@ import numpy as np
 from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
-from ..gpu.interface import MORPH_PUSH as PUSH
 from ..gpu.interface import NORMALS
+from ..gpu.interface import NORMALS_PUSH as PUSH
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
 from .morph_pass import MorphRuntime
@@ -62,12 +62,16 @@ class NormalsPass:
             self.face_offsets = self._own(M.device_buffer(self.ctx, offs, M.STORAGE, name="normals face offsets"))
             self.vertex_faces = self._own(M.device_buffer(self.ctx, vf if len(vf) else pad, M.STORAGE,
                                                           name="normals vertex faces"))
+            words = [inst.vertex_offset // 4 + np.arange(inst.prim.vertex_count) * (inst.prim.vertices.itemsize // 4)
+                     for inst in batch.instances]   # each batch vertex's first word in an output slot
+            self.out_word = self._own(M.device_buffer(self.ctx, np.concatenate(words).astype(np.uint32), M.STORAGE,
+                                                      name="normals output words"))
             self.pipeline = ComputePipeline(self.ctx, NORMALS, max_sets=batch.slots)
             self.sets = []
             for k in range(batch.slots):
                 self.sets.append(self.pipeline.make_set({
                     "out_words": (batch.output, k * batch.slot_stride, max(batch.slot_stride, 4)),
-                    "out_word": batch.out_words, "face_vertices": self.face_vertices,
+                    "out_word": self.out_word, "face_vertices": self.face_vertices,
                     "face_offsets": self.face_offsets, "vertex_faces": self.vertex_faces}))
         except BaseException:
             self.destroy()
@@ -76,7 +80,7 @@ class NormalsPass:
         self._push_ptr = M.cffi_pointer(self.push)
         self.groups = NORMALS.groups(batch.total_vertices)
         self.gpu_bytes = {"face_vertices": self.face_vertices.size, "face_offsets": self.face_offsets.size,
-                          "vertex_faces": self.vertex_faces.size}
+                          "vertex_faces": self.vertex_faces.size, "out_word": self.out_word.size}
 
     def _own(self, buf: M.Buffer) -> M.Buffer:
         self._owned.append(buf)

@@ -9,6 +9,12 @@ what moved is rewritten: skinning palettes and model matrices when the skeleton 
 constants always, the back-to-front order of blended items. Per frame slot (frames in flight) the host-written
 buffers are separate, so the CPU never writes a buffer the GPU may still read. Every pass draws the same vertex
 buffers (the morph output) through the same vertex shaders (skin.vert / static.vert + vertex_out.glsl).
+
+Framing follows the pose: ``frame_camera()`` fits the camera to ``scene_bounds()`` (MorphRuntime.bounds at the
+current weights and skeleton pose, not every target at full weight) and puts the ground just under the posed
+model; the orbit pitch is clamped above the ground. The ground is one big square in grid cells drawn by
+ground.frag (grid lines fading with distance, the whole square fading into the sky before its edge), placed and
+scaled by its model matrix, so re-framing rewrites a push constant, not a buffer.
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ from ..gpu.image import DEPTH_FORMAT, Image, Sampler, depth_stencil_format, has_
 from ..gpu.interface import EXTRA_INPUT, EXTRA_VERTEX, FRAME_UBO, ITEM_PUSH, SCENE, SKINNED_INPUT, STATIC_INPUT
 from ..gpu.pipeline import descriptor_type, push_constant_stages, set_layout_bindings
 from ..gpu.vk import vk
-from ..morph.reference import skin_reference
 from .camera import OrbitCamera, light_view_proj
 from .material_table import MaterialTable
 from .morph_pass import FrameCounters, MorphRuntime, PrimitiveInstance, vertex_input_of
@@ -43,6 +48,8 @@ SKY_AMBIENT = (0.44, 0.46, 0.50)            # hemisphere ambient from above / be
 GROUND_AMBIENT = (0.16, 0.15, 0.14)
 OUTLINE_COLOR = (1.0, 0.55, 0.05, 1.0)
 OUTLINE_PIXELS = 2.5
+GROUND_GAP = 1e-3       # the ground lies this far under the posed model's lowest point (fraction of its size)
+GROUND_CELLS = 40       # the ground quad reaches this many grid cells from its centre (ground.frag fades it out)
 
 
 def _col_major(m: np.ndarray) -> np.ndarray:
@@ -62,6 +69,7 @@ class RenderItem:
     extra_buffer: object = None                      # binding 1 (colour, TEXCOORD_1)
     center: np.ndarray = field(default_factory=lambda: np.zeros(3))  # local bounds centre (blend sorting)
     instance: PrimitiveInstance | None = None
+    ground: bool = False                             # the ground grid (ground.frag), drawn after opaque items
     blend: bool = False
     alpha_tested: bool = False                       # MASK or BLEND: the shadow pass tests alpha too
     cull_back: bool = False
@@ -69,6 +77,11 @@ class RenderItem:
     push: list = field(default_factory=list)         # [forward, shadow, outline] ITEM_PUSH arrays
     push_ptr: list = field(default_factory=list)
     palette_sets: list = field(default_factory=list)  # per frame slot
+
+
+def _forward_key(it: RenderItem) -> tuple:
+    """The forward pass's pipeline of an item."""
+    return ("ground",) if it.ground else ("forward", it.skinned, it.cull_back, it.clockwise, it.blend)
 
 
 class RenderExtractor:
@@ -89,24 +102,44 @@ class RenderExtractor:
             vb, ib, n, prim = ground
             items.append(RenderItem(vertex_buffer=vb.handle, vertex_offset=0, index_buffer=ib.handle, index_count=n,
                                     skinned=False, node=None, skin=None, material=material_of(prim),
-                                    extra_buffer=extra_of(prim)))
+                                    extra_buffer=extra_of(prim), ground=True))
         return items
 
 
-def _ground_primitive(lo: np.ndarray, hi: np.ndarray) -> MeshPrimitiveAsset:
-    center = (lo + hi) / 2
-    half = max(float(np.max(hi - lo)), 1e-3) * 1.5
-    y = float(lo[1])
+def _ground_primitive() -> MeshPrimitiveAsset:
+    """The ground in grid cells: a square of +-GROUND_CELLS at y = 0 facing up; TEXCOORD_0 = the cell coordinates
+    (grid lines at integers), TEXCOORD_1 = the same over GROUND_CELLS (0 at the centre, 1 at the edges, where
+    ground.frag has faded it out). ``ground_placement`` scales it to the model's size and puts it under it."""
+    c = float(GROUND_CELLS)
+    xz = np.array([(-c, -c), (c, -c), (c, c), (-c, c)])
     v = np.zeros(4, STATIC_VERTEX)
-    v["position"] = [(center[0] - half, y, center[2] - half), (center[0] + half, y, center[2] - half),
-                     (center[0] + half, y, center[2] + half), (center[0] - half, y, center[2] + half)]
+    v["position"] = np.insert(xz, 1, 0.0, axis=1)
     v["normal"] = (0.0, 1.0, 0.0)
     v["tangent"] = (1.0, 0.0, 0.0, 1.0)
-    v["texcoord"] = [(0, 0), (1, 0), (1, 1), (0, 1)]
+    v["texcoord"] = xz
     ground = Material.plain(GROUND_COLOR, name="ground")
     ground.roughness_factor = 0.9
     return MeshPrimitiveAsset(vertices=v, indices=np.array([0, 2, 1, 0, 3, 2], np.uint32), name="ground",
-                              material=ground)
+                              material=ground, texcoord1=(xz / c).astype(np.float32))
+
+
+def grid_cell(size: float) -> float:
+    """The ground's grid spacing: the largest 1, 2 or 5 x 10^k that is at most a quarter of the model's size."""
+    target = max(size, 1e-6) / 4
+    base = 10.0 ** np.floor(np.log10(target))
+    return float(max(m * base for m in (1.0, 2.0, 5.0) if m * base <= target * (1 + 1e-9)))
+
+
+def ground_placement(lo: np.ndarray, hi: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """(ground y, grid cell, model matrix of the ground quad) for a model posed in the world box [lo, hi]: just
+    under its lowest point (GROUND_GAP x its size below), centred under it on a grid line, one unit = one cell."""
+    size = max(float(np.max(np.asarray(hi) - lo)), 1e-6)
+    y = float(lo[1]) - GROUND_GAP * size
+    cell = grid_cell(size)
+    center = (np.asarray(lo, np.float64) + hi) / 2
+    m = np.diag([cell, 1.0, cell, 1.0])
+    m[:3, 3] = (np.round(center[0] / cell) * cell, y, np.round(center[2] / cell) * cell)
+    return y, cell, m
 
 
 class RenderTargets:
@@ -221,6 +254,8 @@ class SceneRenderer:
     def _build(self, color_final_layout: int, ground: bool, mipmaps: bool) -> None:
         ctx = self.ctx
         g = self._own(G.ObjectGroup(ctx, "scene renderer passes and layouts"))
+        self.ground_y: float | None = None     # world y of the ground plane (None: no ground)
+        self.grid_cell: float | None = None    # its grid spacing
         self.bounds = self.scene_bounds()
         self.camera = OrbitCamera.frame(*self.bounds)
         self.shadow_map = self._own(Image(ctx, self.shadow_size, self.shadow_size, DEPTH_FORMAT,
@@ -233,7 +268,7 @@ class SceneRenderer:
                                                   self.samples)
         self.shadow_fb = G.framebuffer(ctx, g, self.shadow_pass, [self.shadow_map.view], self.shadow_size,
                                        self.shadow_size)
-        ground_prim = _ground_primitive(*self.bounds) if ground else None
+        ground_prim = _ground_primitive() if ground else None
         materials, material_index = self._materials(ground_prim)
         self.material_table = self._own(MaterialTable(ctx, g, materials, mipmaps=mipmaps))
         self.warnings = list(self.material_table.warnings)
@@ -261,6 +296,7 @@ class SceneRenderer:
         late = self._own(G.ObjectGroup(ctx, "scene renderer pipelines and descriptor pool"))
         self._build_pipelines(late)
         self._build_sets(late)
+        self.frame_camera()
 
     def _build_pipelines(self, g: G.ObjectGroup) -> None:
         static_in, skinned_in = vertex_input_of(STATIC_INPUT.vertex), vertex_input_of(SKINNED_INPUT.vertex)
@@ -274,7 +310,12 @@ class SceneRenderer:
 
         self.pipelines = {}
         for it in self.items:
-            keys = {("forward", it.skinned, it.cull_back, it.clockwise, it.blend): spec(
+            if it.ground:   # blended over the sky by its fade, no depth writes (nothing is drawn under it later)
+                self.pipelines[_forward_key(it)] = G.graphics_pipeline(self.ctx, g, spec(
+                    False, "ground.frag", samples=self.samples, blend=True,
+                    stencil=G.STENCIL_WRITE if stencil else G.STENCIL_NONE), self.layout, self.forward_pass)
+                continue
+            keys = {_forward_key(it): spec(
                         it.skinned, "forward.frag", samples=self.samples, cull_back=it.cull_back,
                         clockwise=it.clockwise, blend=it.blend,
                         stencil=G.STENCIL_WRITE if stencil else G.STENCIL_NONE),
@@ -337,37 +378,35 @@ class SceneRenderer:
         return RenderTargets(self, views, width, height)
 
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """World bounds at the current pose: rest/skinned positions, grown by each primitive's morph reach."""
-        world = self.skeleton.world_matrices()
+        """World bounds of everything drawn, as posed NOW: the current weights and skeleton pose, through
+        ``MorphRuntime.bounds(space="world")`` (conservative and tight; not every target at full weight)."""
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
         for inst in self.runtime.instances:
-            p = inst.prim
-            v = p.vertices
-            pos = v["position"].astype(np.float64)
-            xf = world[inst.node]
-            if p.is_skinned:  # world-space palette, identity model matrix: no inverse of the mesh node
-                mats = self.skeleton.skin_matrices(p.skin)
-                pos, _, _ = skin_reference(pos, v["normal"], v["tangent"], v["joints"], v["weights"], mats)
-                xf = np.eye(4)
-            wp = pos @ xf[:3, :3].T + xf[:3, 3]
-            lo_r = hi_r = np.zeros(3)
-            if inst.conservative_bounds is not None:  # how far morphs can push past the rest pose, per axis
-                cb = inst.conservative_bounds
-                lo_r = np.maximum(v["position"].min(axis=0) - cb[0], 0.0)
-                hi_r = np.maximum(cb[1] - v["position"].max(axis=0), 0.0)
-            grow = np.abs(xf[:3, :3]) @ np.maximum(lo_r, hi_r)  # box transform, conservative
-            lo = np.minimum(lo, wp.min(axis=0) - grow)
-            hi = np.maximum(hi, wp.max(axis=0) + grow)
+            b = self.runtime.bounds(inst.node, inst.prim_index, space="world", skeleton=self.skeleton)
+            lo, hi = np.minimum(lo, b[0]), np.maximum(hi, b[1])
         if not np.isfinite(lo).all():
             lo, hi = -np.ones(3), np.ones(3)
         return lo, hi
 
-    def reframe(self) -> None:
-        """Re-fit bounds and camera to the current pose (after jumping an animation to a new time)."""
+    def frame_camera(self) -> None:
+        """Fit the camera and the ground to the model as posed now (``scene_bounds``): the camera's target and
+        distance frame it (yaw and pitch kept), the ground goes just under its lowest point and centred under
+        it, and the pitch is clamped so the eye stays above the ground. Call it after jumping to a new time or
+        pose (``vkmorph render`` does) and from an auto-frame key."""
         self.bounds = self.scene_bounds()
-        yaw, pitch = self.camera.yaw, self.camera.pitch
-        self.camera = OrbitCamera.frame(*self.bounds)
-        self.camera.yaw, self.camera.pitch = yaw, pitch
+        old = self.camera
+        cam = OrbitCamera.frame(*self.bounds)
+        ground = [it for it in self.items if it.ground]
+        if ground:
+            self.ground_y, self.grid_cell, m = ground_placement(*self.bounds)
+            cam.floor = self.ground_y
+            for it in ground:
+                for arr in it.push:
+                    arr["model"] = _col_major(m)
+        cam.yaw, cam.pitch = old.yaw, old.pitch   # the pitch setter clamps it above the new ground
+        self.camera = cam
+
+    reframe = frame_camera   # the earlier name
 
     # ------------------------------------------------------------------ per frame
     def update(self, slot: int, aspect: float, width: int | None = None, height: int | None = None) -> None:
@@ -455,9 +494,10 @@ class SceneRenderer:
             renderArea=vk.VkRect2D(offset=vk.VkOffset2D(0, 0), extent=vk.VkExtent2D(width, height)),
             clearValueCount=2, pClearValues=clear), vk.VK_SUBPASS_CONTENTS_INLINE)
         G.set_viewport(cb, width, height)
-        forward_key = lambda it: ("forward", it.skinned, it.cull_back, it.clockwise, it.blend)  # noqa: E731
-        self._draw(cb, slot, [it for it in self.items if not it.blend], PASS_FORWARD, forward_key)
-        self._draw(cb, slot, self._blend_order, PASS_FORWARD, forward_key)
+        opaque = [it for it in self.items if not it.blend and not it.ground]
+        self._draw(cb, slot, opaque, PASS_FORWARD, _forward_key)
+        self._draw(cb, slot, [it for it in self.items if it.ground], PASS_FORWARD, _forward_key)
+        self._draw(cb, slot, self._blend_order, PASS_FORWARD, _forward_key)
         outlined = [it for it in self.items if self.selected is not None and it.node == self.selected]
         if outlined and self.stencil:
             self._draw(cb, slot, outlined, PASS_OUTLINE, lambda it: ("outline", it.skinned))
