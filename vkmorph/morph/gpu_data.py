@@ -163,7 +163,7 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
 # Chunked target-major layout: what the GPU kernel (glsl/morph_common.glsl) reads. The CSR form above stays the
 # readable description of the data (tests, `vkmorph info`); this one is designed against the bandwidth floor.
 #
-# Why this layout (measured on an H200 and lavapipe; numbers in bench/ and ../shared/perf):
+# Why this layout (measured on an H200 and lavapipe; numbers in bench/):
 # - One 256-thread workgroup owns one *chunk*: up to 256 consecutive vertices of ONE primitive (chunks never
 #   straddle primitives, so each chunk has one output base address and stride and no per-vertex address table).
 # - Base vertices are stored as the first 48 bytes of the output vertex (position, normal, tangent, texcoord) so
