@@ -43,9 +43,9 @@ void writeVertex(uint o, vec4 b0, vec4 b1, vec4 b2, vec3 p, vec3 n, vec3 t) {
 #ifdef VERTEX_LISTS
 // CPU devices (lavapipe runs a workgroup as SIMD batches of invocations and loads per lane; barriers, shared
 // memory and per-block work for every lane are what cost there; measured: a uniform walk of the block table was
-// up to 15x slower than this on sparse random targets): each invocation walks its own vertex's list of
-// (delta index, weight slot) pairs, so the work is proportional to the vertex's deltas. Same deltas, base and
-// output as the workgroup kernel; the lists are built only for this kernel (4 B per vertex + 8 B per delta).
+// up to 15x slower than this on sparse random targets): each invocation walks its own vertex's deltas, stored
+// vertex-major for this kernel (contiguous for the CPU's caches) with each delta's weight slot (4 B), so the
+// work is proportional to the vertex's deltas. Same delta encoding, base and output as the workgroup kernel.
 void main() {
     uint lane = gl_LocalInvocationID.x;
     Chunk h = chunks[pc.firstChunk + gl_WorkGroupID.x];
@@ -54,9 +54,9 @@ void main() {
     vec3 p = vec3(0.0), n = vec3(0.0), t = vec3(0.0);
     uint end = vertexFirst[v + 1u];
     for (uint i = vertexFirst[v]; i < end; ++i) {
-        uvec2 e = vertexDeltas[i];          // delta index, weight slot
-        float w = weights[e.y];
-        if (w != 0.0) accumulate1(e.x, activeWeight(e.y, w), p, n, t);
+        uint s = deltaSlots[i];
+        float w = weights[s];
+        if (w != 0.0) accumulate1(i, activeWeight(s, w), p, n, t);
     }
     writeVertex(h.outVec4 + lane * h.strideVec4, base[3u * v], base[3u * v + 1u], base[3u * v + 2u], p, n, t);
 }

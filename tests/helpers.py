@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -74,3 +76,18 @@ def random_prim(rng, V, T, density, with_normals=True):
         targets.append(MorphTargetAsset(f"t{k}", d, nd, td))
     idx = np.arange(V - V % 3, dtype=np.uint32)
     return MeshPrimitiveAsset(vertices=v, indices=idx, morph_targets=targets)
+
+
+def vkmorph(*args, validation="1"):
+    """Run the ``vkmorph`` CLI in a child process (in the repo, validation on by default)."""
+    env = {**os.environ, "VKMORPH_VALIDATION": validation}
+    return subprocess.run([sys.executable, "-m", "vkmorph.app.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=300)
+
+
+def assert_one_line_error(r, needle: str, out=None) -> None:
+    """Exit 2, one stderr line containing ``needle``, and no output file."""
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+    assert out is None or not out.exists()

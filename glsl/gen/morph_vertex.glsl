@@ -18,21 +18,14 @@ struct Chunk {  // 32 bytes, numpy vkmorph.morph.gpu_data.CHUNK_HEADER
     uvec2 pad;
 };
 
-struct Block {  // 8 bytes, numpy vkmorph.morph.gpu_data.BLOCK_ENTRY
-    uint slot;              // weight slot
-    uint firstDelta;        // index of the block's first delta
-};
-
 layout(std430, set = 0, binding = 0) readonly buffer Chunks { Chunk chunks[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Table { Block table[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Masks { uvec4 masks[]; };
+layout(std430, set = 0, binding = 1) readonly buffer VertexFirst { uint vertexFirst[]; };
+layout(std430, set = 0, binding = 2) readonly buffer DeltaSlots { uint deltaSlots[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Weights { float weights[]; };
 layout(std430, set = 0, binding = 6) readonly buffer Base { vec4 base[]; };
 layout(std430, set = 0, binding = 7) writeonly buffer Output { vec4 outVec4[]; };
 layout(std430, set = 0, binding = 4) readonly buffer DeltaA { vec4 deltaA[]; };
 layout(std430, set = 0, binding = 5) readonly buffer DeltaB { float deltaB[]; };
-layout(std430, set = 0, binding = 9) readonly buffer VertexFirst { uint vertexFirst[]; };
-layout(std430, set = 0, binding = 10) readonly buffer VertexDeltas { uvec2 vertexDeltas[]; };
 
 layout(push_constant) uniform Push {
     uint firstChunk;        // chunk of workgroup 0 of this dispatch

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import vkmorph
-from tests.helpers import asset, vulkan_unavailable_reason
+from tests.helpers import asset
 from vkmorph.anim.player import AnimationPlayer
 from vkmorph.anim.skeleton import Skeleton
 from vkmorph.api import bake_numpy, measure_bake_throughput
@@ -16,12 +16,6 @@ from vkmorph.morph.reference import morph_reference, skin_reference
 from vkmorph.morph.state import SceneMorphPose
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(autouse=True)
-def _needs_vulkan():
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
 
 
 @pytest.fixture

@@ -11,23 +11,9 @@ import numpy as np
 import pytest
 
 from tests.gltf_ref import Gltf
-from tests.helpers import ROOT, asset
+from tests.helpers import ROOT, assert_one_line_error, asset, vkmorph
 from vkmorph import load_scene
 from vkmorph.morph.reference import morph_reference
-
-
-def vkmorph(*args, validation="1", env=None):
-    env = {**os.environ, "VKMORPH_VALIDATION": validation, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "vkmorph.app.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=300)
-
-
-def assert_one_line_error(r, needle: str, out=None) -> None:
-    """Exit 2, one stderr line containing ``needle``, and no output file."""
-    assert r.returncode == 2, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], r.stderr
-    assert out is None or not out.exists()
 
 
 def test_info_json_matches_the_file():

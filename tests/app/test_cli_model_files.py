@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from tests.app.test_cli import vkmorph
 from tests.asset.gltf_build import skinned_morph_model, write_gltf
+from tests.helpers import vkmorph
 
 
 def _model(tmp_path):
@@ -35,10 +35,11 @@ def _commands(tmp_path):
             "demo": ["--headless", "--frames", "1", "--out-dir", tmp_path / "frames"]}
 
 
-def test_external_uris_refused_by_default_naming_the_flag(tmp_path):
+def test_external_uris_refused_by_default_naming_the_flag(tmp_path, monkeypatch):
+    monkeypatch.setenv("VKMORPH_ALLOW_EXTERNAL_URIS", "0")   # the child inherits the environment
     path = _model(tmp_path)
     for cmd, args in _commands(tmp_path).items():
-        r = vkmorph(cmd, path, *args, env={"VKMORPH_ALLOW_EXTERNAL_URIS": "0"})
+        r = vkmorph(cmd, path, *args)
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1, (cmd, r.stderr)
         assert "'../outside.bin' points outside the model's folder" in lines[0], lines
@@ -47,10 +48,11 @@ def test_external_uris_refused_by_default_naming_the_flag(tmp_path):
 
 
 @pytest.mark.gpu
-def test_flag_or_env_reads_it_and_each_asset_warning_is_one_line(tmp_path):
+def test_flag_or_env_reads_it_and_each_asset_warning_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("VKMORPH_ALLOW_EXTERNAL_URIS", "0")
     path = _model(tmp_path)
     for cmd, args in _commands(tmp_path).items():
-        r = vkmorph(cmd, path, "--allow-external-uris", *args, env={"VKMORPH_ALLOW_EXTERNAL_URIS": "0"})
+        r = vkmorph(cmd, path, "--allow-external-uris", *args)
         assert r.returncode == 0, (cmd, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1, (cmd, r.stderr)
@@ -58,6 +60,7 @@ def test_flag_or_env_reads_it_and_each_asset_warning_is_one_line(tmp_path):
         assert "renormalized" in lines[0], lines
     with np.load(tmp_path / "o.npz") as z:
         assert z["p0/position"].shape == (4, 3)
-    r = vkmorph("info", path, "--json", env={"VKMORPH_ALLOW_EXTERNAL_URIS": "1"})
+    monkeypatch.setenv("VKMORPH_ALLOW_EXTERNAL_URIS", "1")
+    r = vkmorph("info", path, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["primitives"][0]["vertex_count"] == 4

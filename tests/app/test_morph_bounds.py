@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.app.test_cli import vkmorph
-from tests.helpers import asset
+from tests.helpers import asset, vkmorph
 
 ROBOT = ("RobotExpressive", "RobotExpressive.glb")
 CASES = [

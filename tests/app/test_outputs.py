@@ -12,8 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.app.test_cli import assert_one_line_error, vkmorph
-from tests.helpers import ROOT, asset, vulkan_unavailable_reason
+from tests.helpers import ROOT, assert_one_line_error, asset, vkmorph
 from vkmorph.errors import UsageError
 from vkmorph.outputs import atomic_write, check_output, check_output_dir, printable
 
@@ -132,8 +131,6 @@ def test_bench_refuses_json_into_missing_folder(tmp_path):
 
 @pytest.mark.gpu
 def test_morph_cli_named_weights_world_and_indices(tmp_path):
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     import vkmorph as vm
     from vkmorph.morph.reference import morph_reference
 
@@ -158,8 +155,6 @@ def test_morph_cli_named_weights_world_and_indices(tmp_path):
 @pytest.mark.gpu
 def test_sigterm_during_render_leaves_no_temporary(tmp_path):
     """SIGTERM is handled like Ctrl-C: exit 143, one line, no tmp file, no partial output."""
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     out = tmp_path / "big.png"
     proc = subprocess.Popen([sys.executable, "-m", "vkmorph", "render", str(asset(*CUBE)), "--size", "4096x4096",
                              "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -8,14 +8,12 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT, vulkan_unavailable_reason
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.gpu
 
 
 def test_short_soak_stays_within_bounds():
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     r = subprocess.run([sys.executable, "-m", "vkmorph.app.soak", "--frames", "400", "--cycles", "40",
                         "--max-kib-per-1000-frames", "4096", "--max-kib-per-cycle", "64"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300, env={"VKMORPH_VALIDATION": "0",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, asset, vulkan_unavailable_reason
+from tests.helpers import ROOT, asset
 
 
 def _run(cmd, **kw):
@@ -57,9 +57,8 @@ def test_wheel_contains_spirv_data_and_license(installed):
     assert any(n.endswith("LICENSE") for n in names)
 
 
+@pytest.mark.gpu
 def test_installed_cli_runs_outside_the_repo(installed):
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     venv, work, _ = installed
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DISPLAY", "WAYLAND_DISPLAY")}
     env["VKMORPH_VALIDATION"] = "1"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import vulkan as vk
 
-from tests.helpers import ASSETS, ROOT, asset, vulkan_unavailable_reason
+from tests.helpers import ASSETS, ROOT, asset
 from vkmorph import load_scene
 from vkmorph.errors import UsageError
 from vkmorph.morph.reference import morph_reference
@@ -374,8 +374,6 @@ SHARED_MODELS = sorted(str(p.relative_to(ASSETS)) for p in ASSETS.rglob("*")
 
 @pytest.mark.parametrize("model", [None] + SHARED_MODELS)
 def test_embed_example_runs_on_every_shared_model(model):
-    if vulkan_unavailable_reason():
-        pytest.skip(vulkan_unavailable_reason())
     args = [] if model is None else [str(ASSETS / model)]
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "embed_example.py"), *args], capture_output=True,
                        text=True, cwd=ROOT, timeout=300, env={**os.environ, "VKMORPH_VALIDATION": "1"})

@@ -242,8 +242,8 @@ def test_compact_deltas_within_stated_bound(ctx, kernel):
         # 18 bytes per delta: a uvec4 of snorm16 pairs + a 16-bit tangent z (plus the zero delta at index 0)
         D = rt.total_deltas + 1
         assert (rt.gpu_bytes["deltas"], rt.gpu_bytes["deltas_tz"]) == (16 * D, 4 * ((D + 1) // 2))
-        if "vertex_deltas" in rt.gpu_bytes:                 # the per-vertex kernel's lists: 8 B per delta
-            assert rt.gpu_bytes["vertex_deltas"] == 8 * (D - 1)
+        if "delta_slots" in rt.gpu_bytes:                   # the per-vertex kernel: + a 4-byte slot per delta
+            assert rt.gpu_bytes["delta_slots"] == 4 * D
         for _ in range(2):
             ws = _random_scene_weights(rt, rng)
             ctx.submit_and_wait(rt.record)

@@ -129,20 +129,21 @@ def test_chunked_build_time():
     assert batch.delta_count == count_deltas(prim)
 
 
-def test_vertex_lists_cover_each_vertex_once_per_target():
-    """The per-vertex kernel's lists: every stored delta exactly once, under its own vertex, targets ascending,
-    weight slots offset per instance; summing them reproduces the dense morph."""
+def test_vertex_major_form_for_the_per_vertex_kernel():
+    """CPU devices' form: every vertex's deltas contiguous (targets ascending), each with its weight slot
+    (offset per instance); no block table; summing them reproduces the dense morph."""
     rng = np.random.default_rng(4)
     a, b = random_prim(rng, 300, 6, 0.4), random_prim(rng, 40, 3, 0.9)
     prims, offsets = [a, b, a], [0, 6, 9]
     batch = build_chunked_batch(prims, offsets, [0, 5000, 9000], vertex_lists=True)
-    first, lists = batch.vertex_first.astype(np.int64), batch.vertex_deltas
-    assert sorted(lists[:, 0].tolist()) == list(range(1, batch.delta_count + 1))
+    first, slots = batch.vertex_first.astype(np.int64), batch.delta_slots
+    assert first[0] == 1 and first[-1] == batch.delta_count + 1 and (np.diff(first) >= 0).all()
+    assert batch.delta_count == 2 * count_deltas(a) + count_deltas(b) and not batch.chunks[:, 2:4].any()
     W = rng.random(15)
     for prim, off, s in zip(prims, offsets, batch.slots):
         for v in range(prim.vertex_count):
-            entries = lists[first[s.first_vertex + v]:first[s.first_vertex + v + 1]]
-            assert (np.diff(entries[:, 1].astype(np.int64)) > 0).all()
-            got = sum((W[slot] * batch.delta_a[d, :3] for d, slot in entries), np.zeros(3))
+            rows = np.arange(first[s.first_vertex + v], first[s.first_vertex + v + 1])
+            assert (np.diff(slots[rows].astype(np.int64)) > 0).all()
+            got = sum((W[slots[i]] * batch.delta_a[i, :3] for i in rows), np.zeros(3))
             want = sum(W[off + k] * t.position_deltas[v] for k, t in enumerate(prim.morph_targets))
             np.testing.assert_allclose(got, want, atol=1e-6)

@@ -38,8 +38,6 @@ from ..asset.model import STATIC_VERTEX, MeshAsset, MeshPrimitiveAsset, MorphTar
 
 FRAME_MS = 1000.0 / 60.0
 BYTE_MODEL = "floor bytes = V x (48 B base read + 36 B written) + active deltas x 40 B"
-FULL_RUN = ("a full run takes about 3 minutes on an H200 (16 GB of host memory) and about 15 minutes on lavapipe "
-            "with 2 cores; --quick about 1 minute on lavapipe")
 COPY_MB = 256
 
 
@@ -146,6 +144,16 @@ def model_primitives(name: str) -> list[MeshPrimitiveAsset]:
 
 
 # ------------------------------------------------------------------------------------------------ timing
+def driver_string(ctx) -> str:
+    """The driver version as its vendor writes it: NVIDIA packs 10.8.8.6 bits, others use VK_MAKE_VERSION."""
+    from ..gpu.vk import vk
+
+    v = ctx.info.driver_version
+    if vk.vkGetPhysicalDeviceProperties(ctx.physical_device).vendorID == 0x10DE:
+        return f"{v >> 22}.{(v >> 14) & 0xFF}.{(v >> 6) & 0xFF}"
+    return f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
+
+
 class WindowTimer:
     """Runs of recorded frames timed with timestamps inside one command buffer (one time window); the query
     pools are vkmorph.gpu.timestamps' (shared with the demo), one per number of segments."""
@@ -461,7 +469,8 @@ def run_bench(args) -> int:
     try:
         timer = WindowTimer(ctx)
         say = print if bar is None else bar.write
-        say(f"device: {ctx.info.name} (Vulkan {ctx.info.api_version}, driver {ctx.info.driver_version})")
+        driver = driver_string(ctx)
+        say(f"device: {ctx.info.name} (Vulkan {ctx.info.api_version}, driver {driver})")
         say(f"byte model: {BYTE_MODEL}; roofline_fraction = floor time at the same-window copy bandwidth / "
             f"morph time (median of {tries} tries, spread min-max)")
         ceilings = device_ceilings(ctx, timer, quick)
@@ -503,7 +512,7 @@ def run_bench(args) -> int:
             bar.update(2)
             bar.close()
         timer.destroy()
-        report = {"device": ctx.info.name, "api": ctx.info.api_version, "driver": ctx.info.driver_version,
+        report = {"device": ctx.info.name, "api": ctx.info.api_version, "driver": driver,
                   "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"), "byte_model": BYTE_MODEL,
                   "tries": tries, "ceilings": ceilings, "rows": [asdict(r) for r in rows], "cpu_per_frame": cpu,
                   "characters": chars}

@@ -256,14 +256,14 @@ def _morph(name: str, shader: str, compact: bool, vertex_lists: bool) -> ShaderI
              Binding("deltas", 4, STORAGE, c, "vec4", "readonly", member="deltaA",
                      block="DeltaA"),                      # 2 per delta: p.xyz n.x | n.yz t.xy
              Binding("deltas_tz", 5, STORAGE, c, "float", "readonly", member="deltaB", block="DeltaB"))
-    if vertex_lists:   # per-vertex (delta, slot) lists of the CPU-device kernel
-        delta += (Binding("vertex_first", 9, STORAGE, c, "uint", "readonly"),
-                  Binding("vertex_deltas", 10, STORAGE, c, "uvec2", "readonly"))
+    blocks = (Binding("table", 1, STORAGE, c, BLOCK_STRUCT, "readonly"),
+              Binding("masks", 2, STORAGE, c, "uvec4", "readonly"))       # 2 per block: 256 vertex bits
+    if vertex_lists:   # the CPU-device kernel: vertex-major deltas, each vertex's range and each delta's slot
+        blocks = (Binding("vertex_first", 1, STORAGE, c, "uint", "readonly"),
+                  Binding("delta_slots", 2, STORAGE, c, "uint", "readonly"))
     return ShaderInterface(
         name, (shader,), f"chunked morph pass ({'snorm16' if compact else 'full'} deltas)",
-        bindings=(Binding("chunks", 0, STORAGE, c, CHUNK_STRUCT, "readonly"),
-                  Binding("table", 1, STORAGE, c, BLOCK_STRUCT, "readonly"),
-                  Binding("masks", 2, STORAGE, c, "uvec4", "readonly"),       # 2 per block: 256 vertex bits
+        bindings=(Binding("chunks", 0, STORAGE, c, CHUNK_STRUCT, "readonly"),) + blocks + (
                   Binding("weights", 3, STORAGE, c, "float", "readonly"),
                   Binding("base", 6, STORAGE, c, "vec4", "readonly"),         # 3 per vertex: its first 48 bytes
                   Binding("output", 7, STORAGE, c, "vec4", "writeonly", member="outVec4")) + delta,

@@ -236,8 +236,7 @@ def upload(ctx: Context, dst: Buffer, data: np.ndarray, offset: int = 0) -> None
     ctx.queue_upload(record, dst.name, staging.destroy, target=dst)
 
 
-def readback(ctx: Context, src: Buffer, dtype=np.uint8, count: int | None = None, offset: int = 0,
-             before=None) -> np.ndarray:
+def readback(ctx: Context, src: Buffer, dtype=np.uint8, count: int | None = None, offset: int = 0) -> np.ndarray:
     """Copy ``src`` to a host buffer and return a numpy copy (owned contexts: submits and waits)."""
     dtype = np.dtype(dtype)
     nbytes = (src.size - offset) if count is None else count * dtype.itemsize

@@ -163,7 +163,7 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
 # Chunked target-major layout: what the GPU kernel (glsl/morph_common.glsl) reads. The CSR form above stays the
 # readable description of the data (tests, `vkmorph info`); this one is designed against the bandwidth floor.
 #
-# Why this layout (measured on an H200 and lavapipe; numbers in bench/ and ../shared/perf):
+# Why this layout (measured on an H200 and lavapipe; numbers in bench/):
 # - One 256-thread workgroup owns one *chunk*: up to 256 consecutive vertices of ONE primitive (chunks never
 #   straddle primitives, so each chunk has one output base address and stride and no per-vertex address table).
 # - Base vertices are stored as the first 48 bytes of the output vertex (position, normal, tangent, texcoord) so
@@ -213,8 +213,8 @@ class ChunkedPrimitive:
     scales: np.ndarray        # (T, 3) float32 (compact) / ones
     conservative_bounds: np.ndarray
     maximum_position_delta: float
-    vertex_first: np.ndarray | None = None    # (V + 1,) int64: each vertex's range in vertex_deltas
-    vertex_deltas: np.ndarray | None = None   # (D, 2) uint32: delta index, target (ascending per vertex)
+    vertex_first: np.ndarray | None = None    # vertex-major form: (V + 1,) int64, vertex v's deltas (1-based)
+    delta_targets: np.ndarray | None = None   # vertex-major form: (D + 1,) uint32 target of each delta
 
     @property
     def delta_count(self) -> int:
@@ -336,9 +336,20 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
     bounds = np.stack([(p + neg).min(axis=0), (p + pos).max(axis=0)]) if V else np.zeros((2, 3))
     reach = np.maximum(np.abs(neg), np.abs(pos))
     max_delta = float(np.sqrt((reach ** 2).sum(axis=1)).max()) if V else 0.0
-    lists = _vertex_lists(V, nz, target_first) if vertex_lists else (None, None)
-    return ChunkedPrimitive(V, T, prim.vertices.dtype.itemsize // 16, chunks, table, masks, delta_a, delta_b,
-                            base, scales, bounds, max_delta, *lists)
+    if not vertex_lists:
+        return ChunkedPrimitive(V, T, prim.vertices.dtype.itemsize // 16, chunks, table, masks, delta_a, delta_b,
+                                base, scales, bounds, max_delta)
+    # Vertex-major form for the per-vertex kernel (CPU devices): deltas reordered by vertex (targets ascending),
+    # each with its target; no block table or masks. A CPU reads each vertex's deltas contiguously.
+    first, lists = _vertex_lists(V, nz, target_first)
+    order = np.concatenate([np.zeros(1, np.int64), lists[:, 0].astype(np.int64)])
+    rows = np.dtype((np.void, delta_a.shape[1] * delta_a.itemsize))
+    delta_a = delta_a.view(rows).reshape(-1)[order].view(delta_a.dtype).reshape(len(order), -1)
+    targets = np.concatenate([np.zeros(1, np.uint32), lists[:, 1]])
+    chunks[:, 2:] = 0
+    return ChunkedPrimitive(V, T, prim.vertices.dtype.itemsize // 16, chunks, np.zeros((0, 2), np.uint32),
+                            np.zeros((0, MASK_WORDS), np.uint32), delta_a, delta_b[order], base, scales, bounds,
+                            max_delta, first + 1, targets)
 
 
 @dataclass
@@ -368,8 +379,8 @@ class ChunkedBatch:
     base: np.ndarray          # (V, 12) float32: the first 48 bytes of each vertex
     scales: np.ndarray        # (S, 4) float32 per weight slot (compact: position, normal, tangent scale)
     slots: list
-    vertex_first: np.ndarray | None = None    # (V + 1,) uint32 (vertex_lists only)
-    vertex_deltas: np.ndarray | None = None   # (D, 2) uint32: global delta index, weight slot
+    vertex_first: np.ndarray | None = None    # vertex-major form only: (V + 1,) uint32 first delta of each vertex
+    delta_slots: np.ndarray | None = None     # vertex-major form only: (D + 1,) uint32 weight slot of each delta
 
     @property
     def delta_count(self) -> int:
@@ -410,16 +421,13 @@ def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0)
     slots = []
     if vertex_lists:
         vfirst = np.zeros(max(1, Vtot) + 1, np.uint32)
-        vdeltas = np.zeros((max(1, sum(len(lp.vertex_deltas) for lp in locs)), 2), np.uint32)
+        dslots = np.zeros(len(delta_a), np.uint32)
     c0 = b0 = v0 = 0
-    d0 = l0 = 0
+    d0 = 0
     for lp, w_off, o_vec4 in zip(locs, weight_offsets, out_vec4):
         if vertex_lists:
-            L = len(lp.vertex_deltas)
-            vfirst[v0:v0 + lp.vertex_count + 1] = l0 + lp.vertex_first
-            vdeltas[l0:l0 + L, 0] = lp.vertex_deltas[:, 0] + d0
-            vdeltas[l0:l0 + L, 1] = lp.vertex_deltas[:, 1] + w_off
-            l0 += L
+            vfirst[v0:v0 + lp.vertex_count + 1] = d0 + lp.vertex_first
+            dslots[d0 + 1:d0 + 1 + lp.delta_count] = lp.delta_targets[1:] + w_off
         C, B = len(lp.chunks), len(lp.table)
         ch = chunks[c0:c0 + C]
         ch[:, 0] = v0 + lp.chunks[:, 0]
@@ -435,5 +443,5 @@ def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0)
         slots.append(PrimitiveSlot(v0, c0, C, w_off, lp.delta_count, B, lp.conservative_bounds,
                                    lp.maximum_position_delta))
         c0, b0, v0, d0 = c0 + C, b0 + B, v0 + lp.vertex_count, d0 + lp.delta_count
-    lists = (vfirst, vdeltas) if vertex_lists else (None, None)
+    lists = (vfirst, dslots) if vertex_lists else (None, None)
     return ChunkedBatch(delta_format, chunks, table, masks, delta_a, delta_b, base, scales, slots, *lists)

@@ -149,12 +149,13 @@ class MorphBatch:
             raw = inst.prim.vertices.view(np.uint8)
             staging[inst.vertex_offset:inst.vertex_offset + raw.nbytes] = raw
         buffers = {}
-        arrays = {"chunks": data.chunks, "table": data.table, "masks": data.masks, "deltas": data.delta_a,
-                  "deltas_tz": data.delta_b, "base": data.base}
+        arrays = {"chunks": data.chunks, "deltas": data.delta_a, "deltas_tz": data.delta_b, "base": data.base}
+        if lists:
+            arrays["vertex_first"], arrays["delta_slots"] = data.vertex_first, data.delta_slots
+        else:
+            arrays["table"], arrays["masks"] = data.table, data.masks
         if self.delta_format == "compact":
             arrays["scales"] = data.scales
-        if lists:
-            arrays["vertex_first"], arrays["vertex_deltas"] = data.vertex_first, data.vertex_deltas
         for name, arr in arrays.items():
             buffers[name] = self._own(M.device_buffer(ctx, arr, M.STORAGE, name=f"morph {name}"))
         self.weights = buffers["weights"] = self._own(M.device_buffer(ctx, None, M.STORAGE, size=4 * max(1, slot),
