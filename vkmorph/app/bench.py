@@ -649,6 +649,8 @@ def check_outputs(args) -> None:
             raise UsageError(f"--{flag} {str(path)!r}: folder {str(folder)!r} does not exist")
         if not os.access(folder, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
             raise UsageError(f"--{flag} {str(path)!r} is not writable")
+    if getattr(args, "plot", None) is not None and getattr(args, "only", None):
+        raise UsageError(f"--plot draws the roofline cases, which --only {args.only} leaves out")
     if getattr(args, "plot", None) is not None:
         try:
             import matplotlib  # noqa: F401
@@ -663,69 +665,82 @@ def run_bench(args) -> int:
     ctx = Context.create(echo_messages=True)
     discrete = ctx.info.device_type == "discrete"
     quick = bool(getattr(args, "quick", False))
-    cases = standard_cases(quick, discrete)
+    only = getattr(args, "only", None)
+    cases = [] if only == "slots" else standard_cases(quick, discrete)
     tries = 3 if quick else 5
     warm_s = 0.3 if discrete else 0.0
     try_ms = 4.0 if discrete else 1.0
     counts = (1, 10, 100) if quick else (1, 10, 100, 1000, 10000)
     heads = 4 if quick else 256
-    bar = _progress(len(cases) * 2 + 4, quick and not sys.stderr.isatty())
-    rows: list[Row] = []
+    bar = _progress(len(cases) * 2 + (1 if only else 5), quick and not sys.stderr.isatty())
     report: dict = {}
     try:
         timer = WindowTimer(ctx)
         say = print if bar is None else bar.write
         driver = driver_string(ctx)
         say(f"device: {ctx.info.name} (Vulkan {ctx.info.api_version}, driver {driver})")
-        say(f"byte model: {BYTE_MODEL}; roofline_fraction = floor time at the same-window copy bandwidth / "
-            f"morph time (median of {tries} tries, spread min-max)")
-        ceilings = device_ceilings(ctx, timer, quick)
-        say(f"copy ceilings ({ceilings['buffer_mb']} MB buffers): grid-stride uvec4 kernel "
-            f"{ceilings['copy_kernel_gbps']:.0f} GB/s, vkCmdCopyBuffer {ceilings['copy_buffer_gbps']:.0f} GB/s")
-        for case in cases:
-            if case.instances > 1:
-                prims = model_primitives(case.pattern)
-                if not prims:
-                    say(f"{case.pattern}: model not found (set VKMORPH_ASSETS); case skipped")
-                    continue
-                prims = [p for _ in range(case.instances) for p in prims]
-                case.vertices = sum(p.vertex_count for p in prims)
-                case.targets = max(len(p.morph_targets) for p in prims)
-                case.active = case.targets
-            else:
-                prims = [synthetic_primitive(case.vertices, case.targets, case.coverage, case.pattern)]
-            for fmt in ("full", "compact"):
-                r = bench_case(ctx, timer, case, prims, fmt, tries, warm_s, try_ms)
-                rows.append(r)
-                say(f"{r.case:<44} {fmt:>7}: morph {r.morph_us:9.1f} us, floor {r.floor_us:8.1f} us, fraction "
-                    f"{r.roofline_fraction:4.2f} ({r.fraction_min:4.2f}-{r.fraction_max:4.2f}) | numpy x"
-                    f"{r.speedup_vs_numpy:7.1f} | err {r.max_error:.1e} | {r.gpu_mib:7.1f} MiB (was "
-                    f"{r.previous_mib:7.1f}) | build {r.build_s:5.2f} s")
-                if bar is not None:
-                    bar.update(1)
-            del prims
-        cpu = cpu_frame_costs(ctx, counts)
-        for c in cpu:
-            say(f"CPU per frame, {c['primitives']:>5} primitives: unchanged {c['unchanged_ms']:.4f} ms, all "
-                f"changed {c['changed_ms']:.3f} ms")
-        if bar is not None:
-            bar.update(2)
-        chars = [characters_per_frame(ctx, timer, heads, fmt, tries, warm_s, try_ms) for fmt in ("full", "compact")]
-        for c in chars:
-            say(f"Dawn-like heads ({c['format']}, {c['heads']} in one batch): {c['gpu_us_per_head']:.2f} us each "
-                f"-> {c['heads_per_16_6_ms']:,} per 16.6 ms frame")
-        if bar is not None:
-            bar.update(2)
-            bar.close()
-        timer.destroy()
         report = {"device": ctx.info.name, "api": ctx.info.api_version, "driver": driver,
                   "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"), "byte_model": BYTE_MODEL,
-                  "tries": tries, "ceilings": ceilings, "rows": [asdict(r) for r in rows], "cpu_per_frame": cpu,
-                  "characters": chars}
+                  "tries": tries, "rows": [], "cpu_per_frame": [], "characters": []}
+        if only is None:
+            _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, counts, heads, say, bar)
+        slots = slots_overlap(ctx, timer, SLOTS_QUICK_CASE if quick else SLOTS_CASE, tries, warm_s, try_ms)
+        say(slots_line(slots))
+        say(f"  consumer: {slots['consumer']}; {slots['overlap']}")
+        report["slots"] = slots
+        if bar is not None:
+            bar.update(1)
+            bar.close()
+        timer.destroy()
     finally:
         ctx.destroy()
     write_reports(report, args)
     return 3 if ctx.errors_and_warnings() else 0
+
+
+def _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, counts, heads, say, bar) -> None:
+    """Ceilings, the roofline cases, CPU per frame and Dawn-like heads, into ``report``."""
+    say(f"byte model: {BYTE_MODEL}; roofline_fraction = floor time at the same-window copy bandwidth / "
+        f"morph time (median of {tries} tries, spread min-max)")
+    ceilings = report["ceilings"] = device_ceilings(ctx, timer, quick)
+    say(f"copy ceilings ({ceilings['buffer_mb']} MB buffers): grid-stride uvec4 kernel "
+        f"{ceilings['copy_kernel_gbps']:.0f} GB/s, vkCmdCopyBuffer {ceilings['copy_buffer_gbps']:.0f} GB/s")
+    rows = report["rows"]
+    for case in cases:
+        if case.instances > 1:
+            prims = model_primitives(case.pattern)
+            if not prims:
+                say(f"{case.pattern}: model not found (set VKMORPH_ASSETS); case skipped")
+                continue
+            prims = [p for _ in range(case.instances) for p in prims]
+            case.vertices = sum(p.vertex_count for p in prims)
+            case.targets = max(len(p.morph_targets) for p in prims)
+            case.active = case.targets
+        else:
+            prims = [synthetic_primitive(case.vertices, case.targets, case.coverage, case.pattern)]
+        for fmt in ("full", "compact"):
+            r = bench_case(ctx, timer, case, prims, fmt, tries, warm_s, try_ms)
+            rows.append(asdict(r))
+            say(f"{r.case:<44} {fmt:>7}: morph {r.morph_us:9.1f} us, floor {r.floor_us:8.1f} us, fraction "
+                f"{r.roofline_fraction:4.2f} ({r.fraction_min:4.2f}-{r.fraction_max:4.2f}) | numpy x"
+                f"{r.speedup_vs_numpy:7.1f} | err {r.max_error:.1e} | {r.gpu_mib:7.1f} MiB (was "
+                f"{r.previous_mib:7.1f}) | build {r.build_s:5.2f} s")
+            if bar is not None:
+                bar.update(1)
+        del prims
+    cpu = report["cpu_per_frame"] = cpu_frame_costs(ctx, counts)
+    for c in cpu:
+        say(f"CPU per frame, {c['primitives']:>5} primitives: unchanged {c['unchanged_ms']:.4f} ms, all "
+            f"changed {c['changed_ms']:.3f} ms")
+    if bar is not None:
+        bar.update(2)
+    chars = report["characters"] = [characters_per_frame(ctx, timer, heads, fmt, tries, warm_s, try_ms)
+                                    for fmt in ("full", "compact")]
+    for c in chars:
+        say(f"Dawn-like heads ({c['format']}, {c['heads']} in one batch): {c['gpu_us_per_head']:.2f} us each "
+            f"-> {c['heads_per_16_6_ms']:,} per 16.6 ms frame")
+    if bar is not None:
+        bar.update(2)
 
 
 def write_reports(report: dict, args) -> None:
@@ -777,14 +792,30 @@ def goals(report: dict) -> list[tuple[str, bool | None, str]]:
 
 def markdown(report: dict) -> str:
     c = report.get("ceilings", {})
-    out = [f"# vkmorph bench, {report['date']}, {report['device']} (driver {report['driver']})\n",
-           f"Byte model: {report.get('byte_model', BYTE_MODEL)}. `floor us` = those bytes at the copy bandwidth "
-           f"measured in the same window; `fraction` = floor / morph time, median of {report.get('tries', '?')} "
-           "tries (min-max).", ""]
-    if c:
-        out += [f"Device ceilings ({c['buffer_mb']} MB buffers): grid-stride uvec4 copy kernel "
-                f"{c['copy_kernel_gbps']:.0f} GB/s, vkCmdCopyBuffer {c['copy_buffer_gbps']:.0f} GB/s.", ""]
-    out += ["| case | format | deltas | morph us | floor us | fraction (min-max) | copy GB/s | numpy ms | speedup | "
+    out = [f"# vkmorph bench, {report['date']}, {report['device']} (driver {report['driver']})\n"]
+    if report["rows"]:
+        out += [f"Byte model: {report.get('byte_model', BYTE_MODEL)}. `floor us` = those bytes at the copy "
+                f"bandwidth measured in the same window; `fraction` = floor / morph time, median of "
+                f"{report.get('tries', '?')} tries (min-max).", ""]
+        if c:
+            out += [f"Device ceilings ({c['buffer_mb']} MB buffers): grid-stride uvec4 copy kernel "
+                    f"{c['copy_kernel_gbps']:.0f} GB/s, vkCmdCopyBuffer {c['copy_buffer_gbps']:.0f} GB/s.", ""]
+        out += _roofline_tables(report) + [""]
+    s = report.get("slots")
+    if s:
+        n = s["frames_in_flight"]
+        out += [f"Output slots ({s['case']}, {n} frames in flight, weights changed every frame): per frame the "
+                f"morph (final barrier compute -> vertex input) and {s['consumer']}; {s['overlap']}.", "",
+                "| slots | GPU us per frame | max error |", "|---|---|---|",
+                f"| 1 | {s['one_slot_us']:.1f} | {s['max_error_one_slot']:.1e} |",
+                f"| {n} | {s['slots_us']:.1f} | {s['max_error_slots']:.1e} |", "",
+                f"{n} slots / 1 slot: {s['ratio']:.3f} (min-max {s['ratio_min']:.3f}-{s['ratio_max']:.3f} over "
+                f"{s['tries']} tries of {s['frames_per_try']} frames each)."]
+    return "\n".join(out) + "\n"
+
+
+def _roofline_tables(report: dict) -> list[str]:
+    out = ["| case | format | deltas | morph us | floor us | fraction (min-max) | copy GB/s | numpy ms | speedup | "
             "max err | GPU MiB | previous MiB | dense MiB | build s |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
@@ -805,7 +836,7 @@ def markdown(report: dict) -> str:
     out += ["", "| goal | met | numbers |", "|---|---|---|"]
     for g, met, numbers in goals(report):
         out.append(f"| {g} | {'yes' if met else 'no'} | {numbers} |")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def plot(report: dict, path: str) -> None:
