@@ -20,6 +20,9 @@ Also per case: CPU build time of the runtime (layout + upload), GPU memory (and 
 dense storage's), the numpy reference's time and the largest error against it.
 CPU per frame: Python time of ``MorphRuntime.record`` (plus ``pose.set_flat`` when weights change) for N
 primitives, recorded without submitting.
+Output slots (issue 13; ``--only slots`` runs just this): per frame the morph (every weight changed) into slot
+frame % slots and a draw reading that whole slot (``DrawConsumer``), 3 frames in flight emulated with events in
+the one command buffer (``FrameFences``); GPU time per frame with 1 slot and with 3, same window, and the ratio.
 """
 
 from __future__ import annotations
