@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -59,3 +60,32 @@ def test_reports_are_written_all_or_nothing(tmp_path, monkeypatch):
         bench_mod.write_reports(report, args)
     assert args.markdown.read_text() == markdown(report)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json", "b.md"]     # no temporary left
+def test_slots_section_times_both_and_renders_the_ratio(ctx):
+    """Morph + draw per frame with 1 and 3 output slots, 3 frames in flight as events: sync-validation clean
+    (the fixture fails on any message; without the events frame N+3's morph would race frame N's draw), each
+    slot's output matches numpy, and the report shows both timings and the ratio."""
+    from vkmorph.app.bench import Case, WindowTimer, slots_overlap
+
+    timer = WindowTimer(ctx)
+    try:
+        s = slots_overlap(ctx, timer, Case(3000, 8, 0.25, 5, "clustered"), 2, 0.0, 0.5)
+    finally:
+        timer.destroy()
+    assert s["one_slot_us"] > 0 and s["slots_us"] > 0 and s["frames_per_try"] >= 2 * s["frames_in_flight"] + 1
+    assert s["ratio_min"] <= s["ratio"] <= s["ratio_max"]
+    assert s["max_error_one_slot"] < 1e-5 and s["max_error_slots"] < 1e-5
+    report = {"date": "d", "device": "dev", "driver": "1", "rows": [], "cpu_per_frame": [], "characters": [],
+              "slots": s}
+    text = markdown(report)
+    assert f"| 1 | {s['one_slot_us']:.1f} |" in text and f"| 3 | {s['slots_us']:.1f} |" in text
+    assert f"3 slots / 1 slot: {s['ratio']:.3f}" in text and "frame N+1's morph may run" in text
+    assert "| case |" not in text          # --only slots: no roofline tables
+
+
+def test_only_slots_refuses_a_plot(tmp_path):
+    from vkmorph.app.bench import check_outputs
+    from vkmorph.errors import UsageError
+
+    args = argparse.Namespace(only="slots", plot=str(tmp_path / "x.png"), json=None, markdown=None)
+    with pytest.raises(UsageError, match="--only slots"):
+        check_outputs(args)

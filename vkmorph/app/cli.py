@@ -155,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "deltas x 40 at the copy bandwidth). A full run takes about 3 minutes on an H200 "
                                    "and 3-5 minutes on lavapipe (2 cores); --quick under a minute.")
     p.add_argument("--quick", action="store_true", help="small sizes only (a minute on lavapipe)")
+    p.add_argument("--only", choices=["slots"], help="run one section: slots = morph + draw per frame with 1 vs 3 "
+                                                     "output slots (issue 13; ~30 s on an H200)")
     p.add_argument("--json", help="write results as JSON")
     p.add_argument("--markdown", help="write a markdown table")
     p.add_argument("--plot", help="write a PNG plot (needs matplotlib)")
