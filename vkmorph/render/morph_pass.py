@@ -30,7 +30,7 @@ from ..gpu import memory as M
 from ..gpu.context import Context, Owner
 from ..gpu.pipeline import vertex_input_attributes
 from ..gpu.vk import vk
-from ..morph.bounds import ClusterBounds, transform_box
+from ..morph.bounds import ClusterBounds
 from ..morph.gpu_data import DELTA_FORMATS
 from ..morph.state import SceneMorphPose
 from .morph_batch import FEW_DIRTY, MorphBatch  # noqa: F401  (FEW_DIRTY re-exported for tests)
@@ -348,7 +348,7 @@ class MorphRuntime:
         skel = skeleton if skeleton is not None else self.skeleton
         if inst.prim.is_skinned:
             return cb.at(w, skel.skin_matrices(inst.prim.skin))
-        return transform_box(cb.at(w), skel.world_matrices()[inst.node])
+        return cb.at(w, matrix=skel.world_matrices()[inst.node])   # per cluster: tight under rotation
 
     def vertex_input(self, node: int | str, primitive: int = 0) -> VertexInput:
         return vertex_input_of(self.instance(node, primitive).prim.vertices.dtype)
