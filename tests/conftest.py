@@ -1,5 +1,6 @@
 """Shared fixtures. GPU tests get a validated Context (Khronos layer + synchronization validation, also across
-queue submissions) and fail on any warning or error the messenger saw."""
+queue submissions) and fail on any warning or error the messenger saw. Every test fails when it leaves a
+VkInstance, a VkDevice or a file descriptor open that was not open before it (tests/leaks.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ os.environ.setdefault(
 )
 
 from tests.helpers import vulkan_unavailable_reason
+from tests.leaks import TRACKER
+
+try:
+    import vulkan as _vulkan
+except (OSError, ImportError):  # no loader: GPU tests skip; nothing to track
+    _vulkan = None
+else:
+    TRACKER.install(_vulkan)   # before any test creates an instance or device
 
 GPU_FIXTURES = {"ctx", "user_device"}
 
@@ -32,6 +41,31 @@ def pytest_runtest_setup(item):
         reason = vulkan_unavailable_reason()
         if reason:
             pytest.skip(f"no Vulkan ICD: {reason}")
+        _warm_up()
+
+
+_warm = []
+
+
+def _warm_up() -> None:
+    """Once, before the first GPU test: a validated instance + device made and destroyed, so that what the
+    loader, the layer and the driver keep open for the life of the process is open before any test's count."""
+    if not _warm:
+        _warm.append(True)
+        from vkmorph.gpu.context import Context, validation_requested
+
+        Context.create(validation=validation_requested(True)).destroy()
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_instances_devices_or_fds():
+    """Fails the test (at teardown, after every other fixture's teardown) when it leaves a VkInstance, a VkDevice
+    or a file descriptor alive that was not alive before it; the message says where each was created."""
+    before = TRACKER.snapshot()
+    yield
+    leaks = TRACKER.leaks_since(before)
+    if leaks:
+        pytest.fail("the test leaked (a real driver runs out of these):\n  " + "\n  ".join(leaks), pytrace=False)
 
 
 @pytest.fixture
@@ -43,10 +77,12 @@ def ctx():
     c = Context.create(validation=validation_requested(True))
     yield c
     leaks = []
-    if not c.destroyed:
-        c.wait_idle()                 # also releases what was waiting for a completion
-        leaks = c.live_children
-    c.destroy()
+    try:
+        if not c.destroyed:
+            c.wait_idle()             # also releases what was waiting for a completion
+            leaks = c.live_children
+    finally:
+        c.destroy()                   # instance and device go even when the wait or a child's destroy fails
     bad = c.errors_and_warnings()
     assert not bad, "validation messages:\n" + "\n".join(str(m) for m in bad)
     assert not leaks, f"objects not destroyed by the test (leaked): {leaks}"

@@ -6,11 +6,16 @@ waiting, its own buffers and a compute pipeline of its own that reads vkmorph's 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import vulkan as vk
 
 
 class RawDevice:
+    """The host's instance + debug messenger, device, queue, command pool (and pipeline cache): ``destroy()`` or
+    ``with RawDevice() as user:``; a failed construction destroys what it had made before raising."""
+
     def __init__(self, api_version: int = vk.VK_MAKE_VERSION(1, 2, 0), pipeline_cache: bool = False) -> None:
         self.messages: list[str] = []
         self.api_version = api_version
@@ -31,6 +36,16 @@ class RawDevice:
             enabledValidationFeatureCount=1,
             pEnabledValidationFeatures=[vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT],
             pNext=self._messenger_ci)
+        self.instance = self.messenger = self.device = self.pool = self.pipeline_cache = None
+        self._buffers: list[tuple] = []
+        self._copy = None
+        try:
+            self._create(api_version, pipeline_cache)
+        except BaseException:
+            self.destroy()          # whatever was made so far: a failed set-up leaks no instance or device
+            raise
+
+    def _create(self, api_version: int, pipeline_cache: bool) -> None:
         app = vk.VkApplicationInfo(pApplicationName="user-app", apiVersion=api_version)
         layers = ["VK_LAYER_KHRONOS_validation"]
         exts = ["VK_EXT_debug_utils"]
@@ -54,10 +69,8 @@ class RawDevice:
         self.pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
             flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
             queueFamilyIndex=self.queue_family_index), None)
-        self.pipeline_cache = vk.vkCreatePipelineCache(self.device, vk.VkPipelineCacheCreateInfo(), None) \
-            if pipeline_cache else None
-        self._buffers: list[tuple] = []
-        self._copy = None
+        if pipeline_cache:
+            self.pipeline_cache = vk.vkCreatePipelineCache(self.device, vk.VkPipelineCacheCreateInfo(), None)
 
     # ------------------------------------------------------------------ submission (the host's own)
     def submit(self, record):
@@ -117,18 +130,79 @@ class RawDevice:
         vk.vkDeviceWaitIdle(self.device)
 
     def destroy(self) -> None:
-        if self._copy is not None:
-            self._copy.destroy()
-        for buf, mem in self._buffers:
-            vk.vkDestroyBuffer(self.device, buf, None)
-            vk.vkFreeMemory(self.device, mem, None)
-        if self.pipeline_cache is not None:
-            vk.vkDestroyPipelineCache(self.device, self.pipeline_cache, None)
-        vk.vkDestroyCommandPool(self.device, self.pool, None)
-        vk.vkDestroyDevice(self.device, None)
-        vk.vkGetInstanceProcAddr(self.instance, "vkDestroyDebugUtilsMessengerEXT")(
-            self.instance, self.messenger, None)
-        vk.vkDestroyInstance(self.instance, None)
+        """Destroy what exists, children first, device and instance last; idempotent. Every step runs even when
+        an earlier one raised (the first error is re-raised), so the instance and device never outlive it."""
+        errors: list[BaseException] = []
+
+        def attempt(fn, *args) -> None:
+            try:
+                fn(*args)
+            except BaseException as exc:  # noqa: BLE001 - re-raised after the remaining steps
+                errors.append(exc)
+
+        dev = self.device
+        if dev is not None:
+            if self._copy is not None:
+                attempt(self._copy.destroy)
+            for buf, mem in self._buffers:
+                attempt(vk.vkDestroyBuffer, dev, buf, None)
+                attempt(vk.vkFreeMemory, dev, mem, None)
+            if self.pipeline_cache is not None:
+                attempt(vk.vkDestroyPipelineCache, dev, self.pipeline_cache, None)
+            if self.pool is not None:
+                attempt(vk.vkDestroyCommandPool, dev, self.pool, None)
+            attempt(vk.vkDestroyDevice, dev, None)
+        if self.instance is not None:
+            if self.messenger is not None:
+                attempt(lambda: vk.vkGetInstanceProcAddr(self.instance, "vkDestroyDebugUtilsMessengerEXT")(
+                    self.instance, self.messenger, None))
+            attempt(vk.vkDestroyInstance, self.instance, None)
+        self._copy, self._buffers = None, []
+        self.device = self.pool = self.pipeline_cache = self.messenger = self.instance = None
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> RawDevice:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.destroy()
+
+
+@contextmanager
+def borrowed_device(**raw_kwargs):
+    """A RawDevice and a vkmorph Context borrowing it (``from_external``): yields ``(user, ctx)``.
+
+    On leaving, like a host at shutdown: wait for its device, report completion to vkmorph, note what vkmorph
+    still had alive (``user.leaked``: ``ctx.live_children``), destroy vkmorph's context, then the host's device
+    and instance. Whatever raises on the way (the test, the wait, a failing ``ctx.destroy()``), the host's
+    device and instance are destroyed: nothing outlives the block.
+    """
+    from vkmorph.gpu.context import Context
+
+    user = RawDevice(**raw_kwargs)
+    try:
+        ctx = Context.from_external(user.instance, user.physical_device, user.device, user.queue,
+                                    user.queue_family_index, api_version=user.api_version,
+                                    enabled_features=user.enabled_features, pipeline_cache=user.pipeline_cache,
+                                    debug_utils=True)
+    except BaseException:
+        user.destroy()
+        raise
+    user.leaked = []
+    try:
+        yield user, ctx
+    finally:
+        try:
+            user.wait_idle()                 # the host's own wait, at its shutdown
+            if not ctx.destroyed:
+                ctx.completed()              # ... which it reports to vkmorph
+                user.leaked = ctx.live_children
+                ctx.destroy()
+        finally:
+            if not ctx.destroyed:
+                ctx.destroy(host_idle=True)  # the wait above failed: still release vkmorph's objects
+            user.destroy()
 
 
 class _CopyPipeline:

@@ -170,3 +170,110 @@ def test_owner_releases_in_reverse_creation_order(ctx):
     owner.destroy()
     owner.destroy()
     assert order == ["b", "raw handle", "a"] and buf.handle is None and ctx.live_children == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Process-level leaks: every VkInstance/VkDevice goes, whatever fails (tests/leaks.py fails any test that leaves one)
+
+def _live_now(before):
+    from tests.leaks import TRACKER
+
+    return [line for line in TRACKER.leaks_since(before) if not line.startswith("file descriptor")]
+
+
+def test_leak_check_names_what_a_test_left_alive():
+    """The check the autouse fixture runs after every test can fail: an instance + device, and a descriptor."""
+    from tests.leaks import TRACKER
+    from vkmorph.gpu.context import Context
+
+    before = TRACKER.snapshot()
+    c = Context.create(validation=False)
+    with open(__file__, "rb"):
+        leaks = TRACKER.leaks_since(before)
+        assert any(line.startswith("VkInstance created at vkmorph/gpu/context.py:") for line in leaks), leaks
+        assert any(line.startswith("VkDevice created at vkmorph/gpu/context.py:") for line in leaks), leaks
+        assert any(line.startswith("file descriptor") and line.endswith(f"{__file__} left open")
+                   for line in leaks), leaks
+    c.destroy()
+    assert TRACKER.leaks_since(before) == []
+
+
+def test_context_destroy_releases_device_and_instance_when_a_child_fails():
+    from tests.leaks import TRACKER
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.context import Context
+
+    before = TRACKER.snapshot()
+    c = Context.create(validation=False)
+    buf = M.device_buffer(c, np.zeros(4, np.float32), M.STORAGE, name="after the failing one")
+
+    def explode():
+        raise RuntimeError("child destroy failed")
+
+    c.track("exploding child", explode)
+    with pytest.raises(RuntimeError, match="child destroy failed"):
+        c.destroy()
+    assert c.destroyed and buf.handle is None and c.device is None and c.instance is None
+    assert _live_now(before) == []
+
+
+@pytest.mark.parametrize("step", ["_pick_physical_device", "_finish_init"])
+def test_failed_context_create_leaves_no_instance_or_device(monkeypatch, step):
+    from tests.leaks import TRACKER
+    from vkmorph.errors import GpuError
+    from vkmorph.gpu.context import Context
+
+    def fail(*a, **k):
+        raise GpuError(f"{step} failed (injected)")
+
+    monkeypatch.setattr(Context, step, fail)
+    before = TRACKER.snapshot()
+    with pytest.raises(GpuError, match="injected"):
+        Context.create(validation=False)
+    assert _live_now(before) == []
+
+
+def test_raw_device_that_fails_half_way_leaves_nothing(monkeypatch):
+    import vulkan as vk
+
+    from tests.gpu.rawvk import RawDevice
+    from tests.leaks import TRACKER
+
+    def fail(*a, **k):
+        raise vk.VkErrorInitializationFailed()
+
+    before = TRACKER.snapshot()
+    monkeypatch.setattr(vk, "vkCreateCommandPool", fail)       # after the instance and the device exist
+    with pytest.raises(vk.VkErrorInitializationFailed):
+        RawDevice()
+    assert _live_now(before) == []
+
+
+def test_borrowed_device_is_destroyed_whatever_fails(monkeypatch):
+    """The user_device fixture's block: a test failing with work in flight and vkmorph's destroy failing still
+    end with the host's device and instance destroyed; so does a from_external that refuses the handles."""
+    from tests.gpu.rawvk import borrowed_device
+    from tests.leaks import TRACKER
+    from vkmorph.errors import UsageError
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.context import Context
+
+    before = TRACKER.snapshot()
+    with pytest.raises(RuntimeError, match="destroy failed") as failed:
+        with borrowed_device() as (user, ctx):
+            buf = M.device_buffer(ctx, np.zeros(4, np.float32), M.STORAGE)
+            user.submit(ctx.record_pending)                        # in flight, never waited for by the test
+            ctx.track("exploding child", lambda: (_ for _ in ()).throw(RuntimeError("destroy failed")))
+            raise RuntimeError("the test failed")
+    assert "the test failed" in str(failed.value.__context__)
+    assert buf.handle is None and user.device is None and user.instance is None
+    assert _live_now(before) == []
+
+    def refuse(*a, **k):
+        raise UsageError("refused (injected)")
+
+    monkeypatch.setattr(Context, "from_external", refuse)
+    with pytest.raises(UsageError, match="injected"):
+        with borrowed_device():
+            pass
+    assert _live_now(before) == []

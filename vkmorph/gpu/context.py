@@ -212,17 +212,18 @@ class Context:
             if echo_messages:
                 for m in self.messages:
                     print(f"vkmorph: validation {m}", file=sys.stderr)
-            self._owns_instance = True
             self.physical_device = self._pick_physical_device(
                 device_name if device_name is not None else os.environ.get("VKMORPH_DEVICE"))
             self.queue_family_index = self._pick_queue_family(self.physical_device)
             self._create_device()
-            self._owns_device = True
             self._finish_init()
             if self._messenger is not None:
                 self._set_name_fn = vk.vkGetInstanceProcAddr(self.instance, "vkSetDebugUtilsObjectNameEXT")
         except BaseException:
-            self.destroy()
+            try:
+                self.destroy()
+            except BaseException:  # noqa: BLE001 - the first failure is the one to report
+                pass
             raise
         return self
 
@@ -258,7 +259,10 @@ class Context:
             if debug_utils:
                 self._set_name_fn = vk.vkGetInstanceProcAddr(self.instance, "vkSetDebugUtilsObjectNameEXT")
         except BaseException:
-            self.destroy()
+            try:
+                self.destroy()
+            except BaseException:  # noqa: BLE001 - the first failure is the one to report
+                pass
             raise
         return self
 
@@ -358,6 +362,7 @@ class Context:
         self._callback_keepalive.extend([app_info, messenger_ci, features, create_info])
         try:
             self.instance = vk.vkCreateInstance(create_info, None)
+            self._owns_instance = True     # from here on destroy() destroys it, whatever fails next
         except vk.VkErrorIncompatibleDriver:
             raise GpuError("no Vulkan driver (ICD) found: `apt-get install mesa-vulkan-drivers` for lavapipe, "
                            "or install your GPU's Vulkan driver") from None
@@ -435,6 +440,7 @@ class Context:
                                           enabledExtensionCount=len(exts), ppEnabledExtensionNames=exts,
                                           pEnabledFeatures=features)
         self.device = call("vkCreateDevice", self.physical_device, device_ci, None)
+        self._owns_device = True       # from here on destroy() destroys it, whatever fails next
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family_index, 0)
 
     # ------------------------------------------------------------------ children & memory
@@ -688,39 +694,56 @@ class Context:
                              f"queue (completed: {self._completed}); wait for your fences, then call "
                              "ctx.completed() or ctx.destroy(host_idle=True)")
         self._destroyed = True
+        # Every step runs even when an earlier one raised (a child's destroy, a driver error): the device and
+        # the instance must go whatever happened before, or the process leaks them (a real driver runs out of
+        # instances/devices; every later vkCreateInstance then fails). The first error is re-raised at the end.
+        errors: list[BaseException] = []
+
+        def attempt(fn: Callable[[], object]) -> None:
+            try:
+                fn()
+            except BaseException as exc:  # noqa: BLE001 - re-raised after the remaining steps
+                errors.append(exc)
+
         if self.device is not None:
+            device = self.device
             if self._owns_device:
                 try:
-                    vk.vkDeviceWaitIdle(self.device)
+                    vk.vkDeviceWaitIdle(device)
                 except vk.VkError:
-                    pass
+                    pass            # e.g. a lost device: it is destroyed all the same
             self._pending.clear()
             retiring, self._retiring = self._retiring, []
             for r in reversed(retiring):
-                r.destroy()
+                attempt(r.destroy)
             for key in sorted(self._children, reverse=True):
-                self._children.pop(key).destroy()
+                attempt(self._children.pop(key).destroy)
             for fn in reversed(self._finalizers):
-                fn()
+                attempt(fn)
             self._finalizers.clear()
             if self._fence is not None:
-                vk.vkDestroyFence(self.device, self._fence, None)
+                fence = self._fence
+                attempt(lambda: vk.vkDestroyFence(device, fence, None))
             if self.command_pool is not None:
                 for k in [k for k, (c, _) in _COMMAND_BUFFERS.items() if c is self]:
                     del _COMMAND_BUFFERS[k]
-                vk.vkDestroyCommandPool(self.device, self.command_pool, None)
+                pool = self.command_pool
+                attempt(lambda: vk.vkDestroyCommandPool(device, pool, None))
             if self._owns_device:
-                vk.vkDestroyDevice(self.device, None)
+                attempt(lambda: vk.vkDestroyDevice(device, None))
         if self._owns_instance and self.instance is not None:
-            if self._messenger is not None:
-                destroy = vk.vkGetInstanceProcAddr(self.instance, "vkDestroyDebugUtilsMessengerEXT")
-                destroy(self.instance, self._messenger, None)
-            vk.vkDestroyInstance(self.instance, None)
-        self._fence = self.command_pool = None
+            instance, messenger = self.instance, self._messenger
+            if messenger is not None:
+                attempt(lambda: vk.vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT")(
+                    instance, messenger, None))
+            attempt(lambda: vk.vkDestroyInstance(instance, None))
+        self._fence = self.command_pool = self._messenger = None
         if self._owns_device:
             self.device = self.queue = None
         if self._owns_instance:
             self.instance = None
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> Context:
         return self
