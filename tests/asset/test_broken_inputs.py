@@ -337,14 +337,35 @@ def test_assimp_alters_these_silently_without_the_validator(tmp_path):
     np.testing.assert_allclose(scene.primitives[0].vertices["weights"][1][:2], [0.5, 0.5])
 
 
-def test_isolation_turns_the_sigfpe_crash_into_an_error(tmp_path):
+@pytest.fixture(params=["fork", "subprocess"])
+def isolation_method(request, monkeypatch):
+    """Both ways of isolating: a forked child (no Vulkan loaded yet) and a fresh interpreter (Vulkan loaded)."""
+    from vkmorph.asset import isolate
+
+    monkeypatch.setattr(isolate, "default_method", lambda: request.param)
+    return request.param
+
+
+def test_no_fork_once_vulkan_is_loaded(monkeypatch):
+    """A forked child would inherit the driver's state (on NVIDIA the parent then fails vkCreateInstance)."""
+    import sys
+
+    from vkmorph.asset import isolate
+
+    monkeypatch.delitem(sys.modules, "vulkan", raising=False)
+    assert isolate.default_method() == "fork"
+    monkeypatch.setitem(sys.modules, "vulkan", object())
+    assert isolate.default_method() == "subprocess"
+
+
+def test_isolation_turns_the_sigfpe_crash_into_an_error(tmp_path, isolation_method):
     path = _variant(tmp_path, ERRORS["0 keyframes (Assimp: SIGFPE)"][0])
     with pytest.raises(AssetError) as e:
         load_scene(path, validate=False, isolate=True)
     assert str(e.value) == f"the importer crashed on {path} (signal SIGFPE)" and e.value.file == str(path)
 
 
-def test_isolated_load_equals_in_process_and_relays_errors_and_warnings(tmp_path):
+def test_isolated_load_equals_in_process_and_relays_errors_and_warnings(tmp_path, isolation_method):
     path = asset("MorphStressTest", "MorphStressTest.gltf")
     a, b = load_scene(path, isolate=True), load_scene(path, isolate=False)
     for pa, pb in zip(a.primitives, b.primitives):
