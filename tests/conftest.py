@@ -57,6 +57,28 @@ def _warm_up() -> None:
         Context.create(validation=validation_requested(True)).destroy()
 
 
+RESOURCE_LOG = os.environ.get("VKMORPH_TEST_RESOURCE_LOG")   # a path: one line per test (driver diagnosis)
+_current_test: list[str] = [""]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logstart(nodeid, location):
+    _current_test[0] = nodeid
+
+
+def _log_resources(leaks) -> None:
+    """With VKMORPH_TEST_RESOURCE_LOG set, append the process's open fds and live VkInstance/VkDevice count after
+    each test, flushed at once: on a driver that runs out of something, the log survives a killed run and shows
+    where the counts start to climb."""
+    if not RESOURCE_LOG:
+        return
+    snap = TRACKER.snapshot()
+    fds = len(snap.fds) if snap.fds is not None else -1
+    with open(RESOURCE_LOG, "a") as f:
+        f.write(f"{_current_test[0]} fds={fds} instances={len(snap.handles['VkInstance'])} "
+                f"devices={len(snap.handles['VkDevice'])} leaks={len(leaks)}\n")
+
+
 @pytest.fixture(autouse=True)
 def no_leaked_instances_devices_or_fds():
     """Fails the test (at teardown, after every other fixture's teardown) when it leaves a VkInstance, a VkDevice
@@ -64,6 +86,7 @@ def no_leaked_instances_devices_or_fds():
     before = TRACKER.snapshot()
     yield
     leaks = TRACKER.leaks_since(before)
+    _log_resources(leaks)
     if leaks:
         pytest.fail("the test leaked (a real driver runs out of these):\n  " + "\n  ".join(leaks), pytrace=False)
 
