@@ -130,12 +130,13 @@ class Model:
     ``delta_format``: ``"full"`` or ``"compact"`` (see `vkmorph.render.morph_pass.MorphRuntime`);
     ``weight_range``: the allowed weights (default: the file's, at least [0, 1]); ``extra_weights``: values the
     file's range is widened to include (the CLI passes the weights it was given, so any finite weight works);
-    ``allow_external_uris``: let the file's URIs leave its folder (default: ``VKMORPH_ALLOW_EXTERNAL_URIS``)."""
+    ``allow_external_uris``: let the file's URIs leave its folder (default: ``VKMORPH_ALLOW_EXTERNAL_URIS``);
+    ``clamp``: clamp weights outside the range to it, with a ``WeightClampedWarning``, instead of raising."""
 
     def __init__(self, path=None, *, validation: bool | None = None, device: str | None = None,
                  delta_format: str = "full", progress: bool | None = None, echo_messages: bool = False,
                  weight_range: tuple[float, float] | None = None, extra_weights=(),
-                 allow_external_uris: bool | None = None):
+                 allow_external_uris: bool | None = None, clamp: bool = False):
         from .app.progress import stages
         from .asset.importer import load_scene
         from .gpu.context import Context, validation_requested
@@ -157,7 +158,7 @@ class Model:
 
                     weight_range = file_weight_range(self.scene, extra_weights)
                 self.runtime = MorphRuntime(self.ctx, self.scene, weight_range=weight_range,
-                                            delta_format=delta_format)
+                                            delta_format=delta_format, clamp=clamp)
             except BaseException:
                 self.close()
                 raise

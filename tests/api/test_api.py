@@ -157,3 +157,17 @@ def test_close_is_idempotent_and_use_after_close_raises(tmp_path):
     assert g.buffers[0].uri.startswith("data:") and len(os.listdir(tmp_path)) == 1
     scene = vkmorph.load_scene(tmp_path / "p.gltf")
     np.testing.assert_allclose(scene.primitives[0].vertices["position"], pose[0].positions, atol=1e-6)
+
+
+def test_open_with_clamp_clamps_and_warns():
+    """The range error's advice (clamp=True) is available on vkmorph.open: clamped to the file's range, warned."""
+    from vkmorph.morph.state import WeightClampedWarning
+
+    with vkmorph.open(asset("RobotExpressive", "RobotExpressive.glb"), validation=True, clamp=True) as m:
+        with pytest.warns(WeightClampedWarning, match="outside the weight range"):
+            over = m.pose(weights={"Surprised": 5.0})
+        at_one = m.pose(weights={"Surprised": 1.0})
+        np.testing.assert_array_equal(over["Head_4/0"].positions, at_one["Head_4/0"].positions)
+    with vkmorph.open(asset("RobotExpressive", "RobotExpressive.glb")) as m:
+        with pytest.raises(vkmorph.UsageError, match="outside the weight range"):
+            m.pose(weights={"Surprised": 5.0})

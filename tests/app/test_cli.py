@@ -173,3 +173,13 @@ def test_render_cli_bad_input(tmp_path, args, needle):
     assert_one_line_error(r, needle, out)
     r = vkmorph("render", tmp_path / "missing.glb", "--out", out)
     assert r.returncode == 2 and not out.exists()
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["info"], "required: file"),
+    (["frobnicate"], "invalid choice"),
+    (["render", "x.glb", "--out", "o.png", "--size"], "expected one argument"),
+])
+def test_argument_errors_are_one_line(args, needle):
+    """argparse's usage + error pair is folded into the CLI's contract: one stderr line, exit 2."""
+    assert_one_line_error(vkmorph(*args), needle)

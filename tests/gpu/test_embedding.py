@@ -382,3 +382,23 @@ def test_embed_example_runs_on_every_shared_model(model):
         pytest.skip(f"{Path(model).name} is refused by the importer: {r.stderr.strip()}")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "checked" in r.stdout and "max error" in r.stdout, r.stdout
+
+
+def test_nodes_by_the_files_own_index(ctx):
+    """glTF node i (the file's order) maps to the importer's node of the same name; other formats refuse."""
+    from vkmorph.asset.gltf import GltfDocument
+    from vkmorph.render.morph_pass import MorphRuntime
+
+    path = asset("RobotExpressive", "RobotExpressive.glb")
+    names = [n.get("name") for n in GltfDocument(path).json["nodes"]]
+    rt = MorphRuntime(ctx, load_scene(path))
+    try:
+        for i, name in enumerate(names):
+            assert rt.scene.nodes[rt.file_node(i)].name == name
+        head = names.index("Head_4")
+        assert rt.file_node(head) != head            # the orders really differ
+        rt.set_weights(rt.file_node(head), [0.0, 1.0, 0.0])
+        with pytest.raises(UsageError, match="out of range"):
+            rt.file_node(len(names))
+    finally:
+        rt.destroy()

@@ -96,13 +96,20 @@ def cmd_bench(args) -> int:
     return run_bench(args)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's error contract: a usage error is ONE line on stderr and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="vkmorph", description="GPU morph targets and skinning on Vulkan.",
+    ap = _Parser(prog="vkmorph", description="GPU morph targets and skinning on Vulkan.",
                                  epilog="Environment: VKMORPH_VALIDATION=1|0 (validation layer, exit 3 on any "
                                         "message), VKMORPH_DEVICE=<name substring>, VKMORPH_ALLOW_EXTERNAL_URIS=1.")
     ap.add_argument("--version", action="version", version=f"vkmorph {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
-    model = argparse.ArgumentParser(add_help=False)   # what every command that reads a model file takes
+    model = _Parser(add_help=False)   # what every command that reads a model file takes
     model.add_argument("--allow-external-uris", action="store_true",
                        help="let the file's buffer/image URIs leave its folder (absolute paths, ..); refused by "
                             "default (also VKMORPH_ALLOW_EXTERNAL_URIS=1)")
@@ -133,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="render one frame of FILE headless to a PNG (shadow + forward pass)")
     p.add_argument("file")
     p.add_argument("--clip", help="animation clip name or index (default: the first clip)")
-    p.add_argument("--time", type=float, default=0.0, help="seconds into the clip (clamped)")
+    p.add_argument("--time", type=float, default=0.0,
+                   help="seconds into --clip, or into the first clip without --clip (clamped; default 0)")
     p.add_argument("--size", default="640x480", help="WxH (default 640x480)")
     p.add_argument("--out", required=True, help="output .png")
     p.set_defaults(fn=cmd_render)

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import AssetError, UsageError
 from .geometry import area_weighted_normals, derived_normal_deltas, vertex_tangents
 from .gltf import GltfDocument
-from .gltf_animation import gltf_animations
+from .gltf_animation import gltf_animations, gltf_node_map
 from .gltf_validate import validate_gltf
 from .isolate import can_isolate, run_isolated
 from .materials import (
@@ -137,6 +137,7 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
     if gltf:
         with np.errstate(all="ignore"):
             scene.animations = gltf_animations(doc, scene)
+            scene.file_nodes = gltf_node_map(doc, scene)
             validate_animations(scene)
     return scene
 

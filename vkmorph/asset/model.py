@@ -129,6 +129,10 @@ class SceneAsset:
     animations: list[AnimationClip]
     roots: list[int]
     source: str = "<memory>"
+    # glTF: for each node index of the FILE, the index of that node in ``nodes`` (None where Assimp has no such
+    # node); None for other formats. The importer's node order differs from the file's (Assimp adds a root, and
+    # walks the hierarchy depth first).
+    file_nodes: list[int | None] | None = None
 
     @property
     def primitives(self) -> list[MeshPrimitiveAsset]:

@@ -218,7 +218,8 @@ class MorphRuntime:
         return int(slot)
 
     def node_index(self, node: int | str) -> int:
-        """A node by its index in the scene (the importer's node order, as ``info`` lists it) or by its name.
+        """A node by its index in the scene (the importer's node order, as ``info`` lists it; ``file_node(i)``
+        converts a glTF file's node index) or by its name.
         A name shared by several nodes or unknown is a UsageError listing what to pass instead."""
         if isinstance(node, str):
             hits = self._names.get(node)
@@ -233,6 +234,19 @@ class MorphRuntime:
         if not 0 <= node < len(self.scene.nodes):
             raise UsageError(f"node {node} out of range: the scene has {len(self.scene.nodes)} nodes")
         return int(node)
+
+    def file_node(self, index: int) -> int:
+        """The scene node (as ``node_index`` takes it) of the FILE's node ``index`` (glTF ``nodes[index]``): the
+        importer's order differs from the file's. A UsageError for other formats or a node Assimp dropped."""
+        fn = self.scene.file_nodes
+        if fn is None:
+            raise UsageError("file node indices are known for glTF/GLB files only: address nodes by name or by "
+                             "the importer's index (vkmorph info lists them)")
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(fn):
+            raise UsageError(f"file node {index!r} out of range: the file has {len(fn)} nodes")
+        if fn[index] is None:
+            raise UsageError(f"the file's node {index} has no node in the imported scene")
+        return int(fn[index])
 
     # ------------------------------------------------------------------ per frame
     def set_weights(self, node: int | str, weights) -> bool:
