@@ -50,15 +50,22 @@ def _wait_for(lines, predicate, timeout=60.0, start=0):
     raise AssertionError(f"timed out; last output: {lines[-10:]}")
 
 
-def test_demo_window_keys_resize_and_screenshot(xvfb, tmp_path):
-    shot = tmp_path / "demo.png"
-    env = {**os.environ, "DISPLAY": xvfb, "VKMORPH_VALIDATION": "1", "PYTHONUNBUFFERED": "1"}
+def _start_demo(display, *args):
+    """The demo as a child process on ``display`` (validation on, unbuffered): (process, stdout lines as they
+    come, the reader thread)."""
+    env = {**os.environ, "DISPLAY": display, "VKMORPH_VALIDATION": "1", "PYTHONUNBUFFERED": "1"}
     env.pop("WAYLAND_DISPLAY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "vkmorph.app.cli", "demo", "--log-frames", "--screenshot", shot],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "vkmorph", "demo", "--log-frames", *map(str, args)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
     reader.start()
+    return proc, lines, reader
+
+
+def test_demo_window_keys_resize_and_screenshot(xvfb, tmp_path):
+    shot = tmp_path / "demo.png"
+    proc, lines, reader = _start_demo(xvfb, "--screenshot", shot)
     try:
         _wait_for(lines, lambda s: s.startswith("frame 3:"))
         wid = _xdo(xvfb, "search", "--sync", "--name", "vkmorph").stdout.split()[0]
@@ -101,13 +108,7 @@ def test_demo_window_keys_resize_and_screenshot(xvfb, tmp_path):
 def test_demo_exits_cleanly_when_the_display_goes_away(xvfb, how):
     """The window destroyed or the client killed by the X server: one line, exit 0, no validation message
     (so every Vulkan object was released in order), no Xlib noise."""
-    env = {**os.environ, "DISPLAY": xvfb, "VKMORPH_VALIDATION": "1", "PYTHONUNBUFFERED": "1"}
-    env.pop("WAYLAND_DISPLAY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "vkmorph", "demo", "--log-frames"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
-    reader.start()
+    proc, lines, reader = _start_demo(xvfb)
     try:
         _wait_for(lines, lambda s: s.startswith("frame 3:"))
         wid = _xdo(xvfb, "search", "--sync", "--name", "vkmorph").stdout.split()[0]
@@ -128,13 +129,7 @@ def test_panel_slider_drives_every_node_with_that_target(xvfb, tmp_path):
     weight on both tubes that have a "Bulge" target; printed weights (key P) prove it."""
     pytest.importorskip("imgui_bundle", reason="imgui-bundle has no wheels for this Python (3.10)")
     shot = tmp_path / "panel.png"
-    env = {**os.environ, "DISPLAY": xvfb, "VKMORPH_VALIDATION": "1", "PYTHONUNBUFFERED": "1"}
-    env.pop("WAYLAND_DISPLAY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "vkmorph", "demo", "--log-frames", "--screenshot", shot],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
-    reader.start()
+    proc, lines, reader = _start_demo(xvfb, "--screenshot", shot)
     try:
         _wait_for(lines, lambda s: s.startswith("frame 3:"))
         wid = _xdo(xvfb, "search", "--sync", "--name", "vkmorph").stdout.split()[0]
@@ -174,14 +169,7 @@ def _run_demo(display, tmp_path, keys_then, *extra):
     """Start the demo (validation on), wait for frame 3, focus it, run ``keys_then(wid, lines)``, quit with
     Escape; returns (stdout lines, stderr, screenshot path)."""
     shot = tmp_path / "shot.png"
-    env = {**os.environ, "DISPLAY": display, "VKMORPH_VALIDATION": "1", "PYTHONUNBUFFERED": "1"}
-    env.pop("WAYLAND_DISPLAY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "vkmorph", "demo", "--log-frames", "--no-panel", "--screenshot",
-                             shot, *map(str, extra)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
-    reader.start()
+    proc, lines, reader = _start_demo(display, "--no-panel", "--screenshot", shot, *extra)
     try:
         _wait_for(lines, lambda s: s.startswith("frame 3:"))
         wid = _xdo(display, "search", "--sync", "--name", "vkmorph").stdout.split()[0]
