@@ -43,20 +43,39 @@ void writeVertex(uint o, vec4 b0, vec4 b1, vec4 b2, vec3 p, vec3 n, vec3 t) {
 #ifdef VERTEX_LISTS
 // CPU devices (lavapipe runs a workgroup as SIMD batches of invocations and loads per lane; barriers, shared
 // memory and per-block work for every lane are what cost there; measured: a uniform walk of the block table was
-// up to 15x slower than this on sparse random targets): each invocation walks its own vertex's deltas, stored
-// vertex-major for this kernel (contiguous for the CPU's caches) with each delta's weight slot (4 B), so the
-// work is proportional to the vertex's deltas. Same delta encoding, base and output as the workgroup kernel.
+// up to 15x slower than this on sparse random targets): each invocation morphs its own vertex from its deltas,
+// stored vertex-major (contiguous for the CPU's caches) in target order. Its record holds its first delta and a
+// bitmask of the targets it has a delta for; ANDed with the frame's active-target bits (uploaded with the
+// weights) it yields exactly the deltas to add, each at first + popcount(mask bits below its target): an
+// inactive target costs nothing per vertex (the per-delta slot list this replaces read a slot and a weight for
+// every delta, active or not). Same delta encoding, base and output as the workgroup kernel.
+
+// Active bits of weight slots s0 .. s0 + 31 (s0 need not be a multiple of 32; `activeBits` has a spare last word).
+uint activeWord(uint s0) {
+    uint i = s0 >> 5u, sh = s0 & 31u;
+    uint a = activeBits[i] >> sh;
+    return sh == 0u ? a : a | (activeBits[i + 1u] << (32u - sh));
+}
+
 void main() {
     uint lane = gl_LocalInvocationID.x;
     Chunk h = chunks[pc.firstChunk + gl_WorkGroupID.x];
     if (lane >= h.vertexCount) return;
     uint v = h.firstVertex + lane;
+    uint r = h.firstEntry + lane * (h.maskWords + 1u);
+    uint d = vertexRecords[r];
     vec3 p = vec3(0.0), n = vec3(0.0), t = vec3(0.0);
-    uint end = vertexFirst[v + 1u];
-    for (uint i = vertexFirst[v]; i < end; ++i) {
-        uint s = deltaSlots[i];
-        float w = weights[s];
-        if (w != 0.0) accumulate1(i, activeWeight(s, w), p, n, t);
+    for (uint k = 0u; k < h.maskWords; ++k) {
+        uint present = vertexRecords[r + 1u + k];
+        uint s0 = h.weightOffset + 32u * k;
+        uint hits = present & activeWord(s0);
+        while (hits != 0u) {
+            uint j = uint(findLSB(hits));
+            hits &= hits - 1u;
+            uint s = s0 + j;
+            accumulate1(d + bitCount(present & ((1u << j) - 1u)), activeWeight(s, weights[s]), p, n, t);
+        }
+        d += bitCount(present);
     }
     writeVertex(h.outVec4 + lane * h.strideVec4, base[3u * v], base[3u * v + 1u], base[3u * v + 2u], p, n, t);
 }
