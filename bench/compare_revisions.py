@@ -1,6 +1,6 @@
 """Same-session comparison of the morph pass of two revisions on one device (for "no case slower than before").
 
-    python bench/compare_revisions.py --old fe5b97d [--rounds 2]
+    python bench/compare_revisions.py --old fe5b97d [--rounds 2] [--cases 0,3] [--formats compact]
 
 Each case runs in a fresh process per revision, alternating old/new, so both see the same machine load
 (lavapipe on a shared 2-core host is noisy). Each process builds the same synthetic primitive (seeded numpy,
@@ -86,6 +86,8 @@ def main() -> int:
     ap.add_argument("--old", default="fe5b97d")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--frames", type=int, default=4)
+    ap.add_argument("--cases", default="", help="comma-separated indices into CASES (default: all)")
+    ap.add_argument("--formats", default="full,compact")
     ap.add_argument("--child", nargs=7)
     a = ap.parse_args()
     if a.child:
@@ -97,8 +99,9 @@ def main() -> int:
     with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tf:
         tf.extractall(tmp)
     print(f"old = {a.old}, new = working tree; ms per changing frame, median; {a.rounds} alternating rounds")
-    for V, T, cov, act in CASES:
-        for fmt in ("full", "compact"):
+    picked = [CASES[int(i)] for i in a.cases.split(",")] if a.cases else CASES
+    for V, T, cov, act in picked:
+        for fmt in a.formats.split(","):
             res = {"old": [], "new": []}
             for _ in range(a.rounds):
                 for name, root in (("old", tmp), ("new", ROOT)):

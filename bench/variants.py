@@ -50,6 +50,7 @@ def main():
     ap.add_argument("--formats", default="full,compact")
     ap.add_argument("--tries", type=int, default=3)
     ap.add_argument("--cases", help="indices into the case list, e.g. 0,4")
+    ap.add_argument("--rounds", type=int, default=1, help="alternate the variants this many times per case")
     args = ap.parse_args()
     names = args.variants.split(",")
     tmp = Path(tempfile.mkdtemp())
@@ -94,7 +95,7 @@ def main():
                       for t in range(case.active))
             floor = case.vertices * 84 + act * 40
             cp = B.CopyFrames(ctx, floor)
-            for name in names:
+            for name in [n for _ in range(args.rounds) for n in names]:
                 pipe = ComputePipeline(ctx, dataclasses.replace(batch.kernel, shaders=(f"{name}_{fmt}",)), max_sets=1)
                 batch.pipeline, batch.descriptor_sets = pipe, [pipe.make_set(batch.buffers)]
                 frames, res = timer.same_window(B._changing_record(rt, w), cp.frame, args.tries,
