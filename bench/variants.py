@@ -28,7 +28,7 @@ VARIANTS = {"shipped": (GPU, []), "base": (GPU, [X]), "sg": (GPU, [X, "-DSUBGROU
             "sg_pf": (GPU, [X, "-DSUBGROUP", "-DPREFETCH"]), "io": (GPU, ["-DIO_ONLY"]),
             "u1": (GPU, [X, "-DSUBGROUP", "-DPREFETCH", "-DUNROLL1"]), "empty": (GPU, ["-DEMPTY"]),
             "late": (GPU, ["-DLATE_BASE"]), "u2": (GPU, ["-DUNROLL2"]), "late_u2": (GPU, ["-DLATE_BASE", "-DUNROLL2"]),
-            "vertex": (CPU, [])}
+            "vertex": (CPU, []), "vword": (CPU, ["-DWORD_LOOP"]), "vio": (CPU, ["-DVIO"])}
 
 
 def compile_variants(names, out: Path):
@@ -70,7 +70,8 @@ def main():
     timer = B.WindowTimer(ctx)
     if args.quick:
         cases = [B.Case(50_000, 52, 0.25, 5, "random"), B.Case(50_000, 52, 0.05, 52, "clustered"),
-                 B.Case(50_000, 8, 1.0, 8, "random")]
+                 B.Case(50_000, 8, 1.0, 8, "random"), B.Case(50_000, 52, 0.05, 52, "random"),
+                 B.Case(50_000, 200, 0.05, 1, "random")]
     else:
         cases = [B.Case(500_000, 52, 0.25, 5, "random"), B.Case(500_000, 52, 0.25, 5, "clustered"),
                  B.Case(500_000, 52, 0.05, 52, "random"), B.Case(500_000, 52, 0.05, 52, "clustered"),

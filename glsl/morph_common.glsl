@@ -65,7 +65,8 @@ void main() {
     uint r = h.firstEntry + lane * (h.maskWords + 1u);
     uint d = vertexRecords[r];
     vec3 p = vec3(0.0), n = vec3(0.0), t = vec3(0.0);
-    // A loop per mask word (measured faster on lavapipe than one loop across the words: bench/variants.py).
+#ifdef WORD_LOOP
+    // experiment: a loop per mask word
     for (uint k = 0u; k < h.maskWords; ++k) {
         uint present = vertexRecords[r + 1u + k];
         uint s0 = h.weightOffset + 32u * k;
@@ -78,6 +79,31 @@ void main() {
         }
         d += bitCount(present);
     }
+#else
+#ifdef VIO
+    if (lane == 9999u)          // experiment: vertex I/O only
+#endif
+    // Mask words in pairs, one loop trip per delta of the pair (no loop per word: in a SIMD batch of lanes a
+    // loop runs as many trips as its busiest lane, and per-word maxima add up).
+    for (uint k = 0u; k < h.maskWords; k += 2u) {
+        uint s0 = h.weightOffset + 32u * k;
+        uint m0 = vertexRecords[r + 1u + k];
+        uint m1 = k + 1u < h.maskWords ? vertexRecords[r + 2u + k] : 0u;
+        uint h0 = m0 & activeWord(s0);
+        uint h1 = k + 1u < h.maskWords ? m1 & activeWord(s0 + 32u) : 0u;
+        uint d1 = d + bitCount(m0);
+        while ((h0 | h1) != 0u) {
+            bool lo = h0 != 0u;
+            uint hw = lo ? h0 : h1;
+            uint j = uint(findLSB(hw));
+            uint below = (lo ? m0 : m1) & ((1u << j) - 1u);
+            uint s = s0 + (lo ? j : 32u + j);
+            if (lo) h0 &= h0 - 1u; else h1 &= h1 - 1u;
+            accumulate1((lo ? d : d1) + bitCount(below), activeWeight(s, weights[s]), p, n, t);
+        }
+        d = d1 + bitCount(m1);
+    }
+#endif
     writeVertex(h.outVec4 + lane * h.strideVec4, base[3u * v], base[3u * v + 1u], base[3u * v + 2u], p, n, t);
 }
 #else
