@@ -3,10 +3,11 @@
     python bench/compare_revisions.py --old fe5b97d [--rounds 2] [--cases 0,3] [--formats compact]
 
 Each case runs in a fresh process per revision, alternating old/new, so both see the same machine load
-(lavapipe on a shared 2-core host is noisy). With COMPARE_WINDOW=1 (both revisions must have
-vkmorph.app.bench's WindowTimer) each figure is instead morph time / same-window copy-kernel time. Each process builds the same synthetic primitive (seeded numpy,
+(lavapipe on a shared 2-core host is noisy). Each process builds the same synthetic primitive (seeded numpy,
 identical in both), builds that revision's MorphRuntime and times F changing frames recorded into one command
-buffer (timestamps). Prints per case the median ms per frame of each revision and new/old. Not part of vkmorph.
+buffer (timestamps). Prints per case the median ms per frame of each revision and new/old. With
+COMPARE_WINDOW=1 (both revisions must have vkmorph.app.bench's WindowTimer) each figure is instead morph time /
+same-window copy-kernel time, in which the machine's speed of the moment cancels. Not part of vkmorph.
 """
 from __future__ import annotations
 
