@@ -78,7 +78,7 @@ def kernel(request, monkeypatch):
 
 
 def test_kernel_choice(ctx):
-    """CPU devices get the table walk; GPUs with subgroup ballots in compute the workgroup kernel."""
+    """CPU devices get the per-vertex kernel; GPUs with subgroup ballots in compute the workgroup kernel."""
     from vkmorph.render.morph_batch import CPU_SHADERS, SHADERS, kernel_for, subgroup_ballot_in_compute
 
     ballot = subgroup_ballot_in_compute(ctx)

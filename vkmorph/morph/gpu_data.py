@@ -179,8 +179,10 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
 #   deltas are issued back to back (branch-free, a miss reads the zero delta at index 0). No atomics: the
 #   summation order is fixed and results repeat. Devices without subgroup ballots, and CPU devices (lavapipe,
 #   where barriers, shared memory and work per (block x lane) are what cost), use a per-vertex kernel over the
-#   same deltas with per-vertex (delta, slot) lists built only for it (a uniform walk of the block table was
-#   measured up to 15x slower there on sparse random targets).
+#   same deltas stored vertex-major with a record per vertex (first delta, target bitmask) built only for it;
+#   per frame the mask is ANDed with the active-target bits, so inactive targets cost nothing per vertex (a
+#   uniform walk of the block table was up to 15x slower there on sparse random targets; a (delta, slot) list
+#   per vertex, which read every delta's slot and weight, was about 1.5-3x slower with 5 of 52 targets active).
 # Measured alternatives (bench/variants.py, bench/variants-*.txt): a shared-memory scan instead of ballots,
 # one dependent delta load per trip instead of four, masks loaded after compaction, the CSR layout before.
 # - Delta payload, no index: full = 2 x vec4 (p.xyz n.x | n.yz t.xy) + 1 float (t.z) = 36 bytes; compact =

@@ -43,8 +43,9 @@ UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
 MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
 # Kernel per delta format. GPUs with subgroup ballots: active blocks compacted per workgroup in shared memory;
-# CPU devices (lavapipe) and GPUs without ballots: one invocation per vertex over its own (delta, slot) list, no
-# barriers (both measured on an H200 and lavapipe, see bench/ and glsl/morph_common.glsl).
+# CPU devices (lavapipe) and GPUs without ballots: one invocation per vertex adds the deltas its target bitmask
+# and the frame's active-target bits select, no barriers (measured on an H200 and lavapipe, see bench/ and
+# glsl/morph_common.glsl).
 SHADERS = {"full": MORPH, "compact": MORPH_COMPACT}
 CPU_SHADERS = {"full": MORPH_VERTEX, "compact": MORPH_COMPACT_VERTEX}
 
