@@ -62,14 +62,14 @@ void main() {
     Chunk h = chunks[pc.firstChunk + gl_WorkGroupID.x];
     if (lane >= h.vertexCount) return;
     uint v = h.firstVertex + lane;
-    uint r = h.firstEntry + lane * (h.maskWords + 1u);
+    uint r = h.firstEntry + lane * (h.slotWords.y + 1u);
     uint d = vertexRecords[r];
     vec3 p = vec3(0.0), n = vec3(0.0), t = vec3(0.0);
 #ifdef WORD_LOOP
     // experiment: a loop per mask word
-    for (uint k = 0u; k < h.maskWords; ++k) {
+    for (uint k = 0u; k < h.slotWords.y; ++k) {
         uint present = vertexRecords[r + 1u + k];
-        uint s0 = h.weightOffset + 32u * k;
+        uint s0 = h.slotWords.x + 32u * k;
         uint hits = present & activeWord(s0);
         while (hits != 0u) {
             uint j = uint(findLSB(hits));
@@ -85,12 +85,12 @@ void main() {
 #endif
     // Mask words in pairs, one loop trip per delta of the pair (no loop per word: in a SIMD batch of lanes a
     // loop runs as many trips as its busiest lane, and per-word maxima add up).
-    for (uint k = 0u; k < h.maskWords; k += 2u) {
-        uint s0 = h.weightOffset + 32u * k;
+    for (uint k = 0u; k < h.slotWords.y; k += 2u) {
+        uint s0 = h.slotWords.x + 32u * k;
         uint m0 = vertexRecords[r + 1u + k];
-        uint m1 = k + 1u < h.maskWords ? vertexRecords[r + 2u + k] : 0u;
+        uint m1 = k + 1u < h.slotWords.y ? vertexRecords[r + 2u + k] : 0u;
         uint h0 = m0 & activeWord(s0);
-        uint h1 = k + 1u < h.maskWords ? m1 & activeWord(s0 + 32u) : 0u;
+        uint h1 = k + 1u < h.slotWords.y ? m1 & activeWord(s0 + 32u) : 0u;
         uint d1 = d + bitCount(m0);
         while ((h0 | h1) != 0u) {
             bool lo = h0 != 0u;
@@ -105,7 +105,7 @@ void main() {
     }
 #endif
     // Nine floats read and written (texcoord left as the output buffer already holds it): measured ~3 % faster
-    // on lavapipe than whole-vec4 I/O (bench/variants.py vio9).
+    // on lavapipe than whole-vec4 I/O in an A/B of variants (bench/variants.py).
     uint o = h.outVec4 + lane * h.strideVec4;
     vec4 b0 = base[3u * v], b1 = base[3u * v + 1u];
     float b2x = base[3u * v + 2u].x;

@@ -15,8 +15,7 @@ struct Chunk {  // 32 bytes, numpy vkmorph.morph.gpu_data.CHUNK_HEADER
     uint endEntry;
     uint outVec4;           // output vec4 of vertex 0; vertex stride in vec4s below
     uint strideVec4;
-    uint weightOffset;      // per-vertex kernel: weight slot of target 0; target mask words per vertex below
-    uint maskWords;
+    uvec2 slotWords;        // per-vertex kernel: weight slot of target 0, target mask words per vertex
 };
 
 layout(std430, set = 0, binding = 0) readonly buffer Chunks { Chunk chunks[]; };

@@ -223,7 +223,7 @@ _GPU_DATA = "numpy vkmorph.morph.gpu_data"
 CHUNK_STRUCT = Struct("Chunk", CHUNK_HEADER, f"{_GPU_DATA}.CHUNK_HEADER", (
     ("first_vertex", "global index of the chunk's vertex 0"), ("first_entry", "its block-table range"),
     ("out_vec4", "output vec4 of vertex 0; vertex stride in vec4s below"),
-    ("weight_offset", "per-vertex kernel: weight slot of target 0; target mask words per vertex below")))
+    ("slot_words", "per-vertex kernel: weight slot of target 0, target mask words per vertex")))
 BLOCK_STRUCT = Struct("Block", BLOCK_ENTRY, f"{_GPU_DATA}.BLOCK_ENTRY", (
     ("slot", "weight slot"), ("first_delta", "index of the block's first delta")))
 

@@ -192,10 +192,11 @@ CHUNK = 256                   # vertices per chunk (= local_size_x of the workgr
 MASK_WORDS = CHUNK // 32
 # std430 records the kernels read (gpu/interface.py generates their GLSL structs from these dtypes)
 # first_entry/end_entry: the chunk's block-table range (workgroup kernel); the per-vertex kernel reads its vertex
-# records from word first_entry on (end_entry unused) and weight_offset/mask_words (0 for the workgroup kernel).
+# records from word first_entry on (end_entry unused) and slot_words = (weight slot of target 0, target mask
+# words per vertex); the workgroup kernel leaves slot_words 0 (its padding: its SPIR-V is unchanged).
 CHUNK_HEADER = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4"), ("first_entry", "<u4"),
                          ("end_entry", "<u4"), ("out_vec4", "<u4"), ("stride_vec4", "<u4"),
-                         ("weight_offset", "<u4"), ("mask_words", "<u4")])
+                         ("slot_words", "<u4", 2)])
 BLOCK_ENTRY = np.dtype([("slot", "<u4"), ("first_delta", "<u4")])
 CHUNK_RECORD = CHUNK_HEADER.itemsize // 4
 DELTA_A_WORDS = {"full": 8, "compact": 4}   # per delta, stream A (vec4-aligned)
