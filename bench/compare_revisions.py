@@ -1,16 +1,19 @@
 """Same-session comparison of the morph pass of two revisions on one device (for "no case slower than before").
 
-    python bench/compare_revisions.py --old fe5b97d [--rounds 2]
+    python bench/compare_revisions.py --old fe5b97d [--rounds 2] [--cases 0,3] [--formats compact]
 
 Each case runs in a fresh process per revision, alternating old/new, so both see the same machine load
 (lavapipe on a shared 2-core host is noisy). Each process builds the same synthetic primitive (seeded numpy,
 identical in both), builds that revision's MorphRuntime and times F changing frames recorded into one command
-buffer (timestamps). Prints per case the median ms per frame of each revision and new/old. Not part of vkmorph.
+buffer (timestamps). Prints per case the median ms per frame of each revision and new/old. With
+COMPARE_WINDOW=1 (both revisions must have vkmorph.app.bench's WindowTimer) each figure is instead morph time /
+same-window copy-kernel time, in which the machine's speed of the moment cancels. Not part of vkmorph.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -58,6 +61,18 @@ def child(root: str, V: int, T: int, cov: float, act: int, fmt: str, frames: int
     rt = MorphRuntime(ctx, scene, delta_format=fmt)
     w = np.zeros(T, np.float32)
     w[:act] = np.linspace(0.3, 0.9, act)
+    if os.environ.get("COMPARE_WINDOW"):     # same-window ratio to a copy kernel (both revisions need the bench)
+        from vkmorph.app import bench as B
+        timer = B.WindowTimer(ctx)
+        cp = B.CopyFrames(ctx, V * 84)
+        _, res = timer.same_window(B._changing_record(rt, w), cp.frame, 2 * frames, 0.0, 1.0)
+        out = [m / c for m, c in res]          # morph time in copy-kernel units (machine speed cancels)
+        cp.destroy()
+        timer.destroy()
+        rt.destroy()
+        ctx.destroy()
+        print(json.dumps({"ms": float(np.median(out))}))
+        return
     pool = vk.vkCreateQueryPool(ctx.device, vk.VkQueryPoolCreateInfo(queryType=vk.VK_QUERY_TYPE_TIMESTAMP,
                                                                       queryCount=2), None)
     out = []
@@ -86,6 +101,8 @@ def main() -> int:
     ap.add_argument("--old", default="fe5b97d")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--frames", type=int, default=4)
+    ap.add_argument("--cases", default="", help="comma-separated indices into CASES (default: all)")
+    ap.add_argument("--formats", default="full,compact")
     ap.add_argument("--child", nargs=7)
     a = ap.parse_args()
     if a.child:
@@ -97,8 +114,9 @@ def main() -> int:
     with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tf:
         tf.extractall(tmp)
     print(f"old = {a.old}, new = working tree; ms per changing frame, median; {a.rounds} alternating rounds")
-    for V, T, cov, act in CASES:
-        for fmt in ("full", "compact"):
+    picked = [CASES[int(i)] for i in a.cases.split(",")] if a.cases else CASES
+    for V, T, cov, act in picked:
+        for fmt in a.formats.split(","):
             res = {"old": [], "new": []}
             for _ in range(a.rounds):
                 for name, root in (("old", tmp), ("new", ROOT)):

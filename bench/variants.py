@@ -28,7 +28,7 @@ VARIANTS = {"shipped": (GPU, []), "base": (GPU, [X]), "sg": (GPU, [X, "-DSUBGROU
             "sg_pf": (GPU, [X, "-DSUBGROUP", "-DPREFETCH"]), "io": (GPU, ["-DIO_ONLY"]),
             "u1": (GPU, [X, "-DSUBGROUP", "-DPREFETCH", "-DUNROLL1"]), "empty": (GPU, ["-DEMPTY"]),
             "late": (GPU, ["-DLATE_BASE"]), "u2": (GPU, ["-DUNROLL2"]), "late_u2": (GPU, ["-DLATE_BASE", "-DUNROLL2"]),
-            "vertex": (CPU, [])}
+            "vertex": (CPU, []), "vword": (CPU, ["-DWORD_LOOP"]), "vio": (CPU, ["-DVIO"])}
 
 
 def compile_variants(names, out: Path):
@@ -50,6 +50,7 @@ def main():
     ap.add_argument("--formats", default="full,compact")
     ap.add_argument("--tries", type=int, default=3)
     ap.add_argument("--cases", help="indices into the case list, e.g. 0,4")
+    ap.add_argument("--rounds", type=int, default=1, help="alternate the variants this many times per case")
     args = ap.parse_args()
     names = args.variants.split(",")
     tmp = Path(tempfile.mkdtemp())
@@ -69,7 +70,8 @@ def main():
     timer = B.WindowTimer(ctx)
     if args.quick:
         cases = [B.Case(50_000, 52, 0.25, 5, "random"), B.Case(50_000, 52, 0.05, 52, "clustered"),
-                 B.Case(50_000, 8, 1.0, 8, "random")]
+                 B.Case(50_000, 8, 1.0, 8, "random"), B.Case(50_000, 52, 0.05, 52, "random"),
+                 B.Case(50_000, 200, 0.05, 1, "random")]
     else:
         cases = [B.Case(500_000, 52, 0.25, 5, "random"), B.Case(500_000, 52, 0.25, 5, "clustered"),
                  B.Case(500_000, 52, 0.05, 52, "random"), B.Case(500_000, 52, 0.05, 52, "clustered"),
@@ -94,7 +96,7 @@ def main():
                       for t in range(case.active))
             floor = case.vertices * 84 + act * 40
             cp = B.CopyFrames(ctx, floor)
-            for name in names:
+            for name in [n for _ in range(args.rounds) for n in names]:
                 pipe = ComputePipeline(ctx, dataclasses.replace(batch.kernel, shaders=(f"{name}_{fmt}",)), max_sets=1)
                 batch.pipeline, batch.descriptor_sets = pipe, [pipe.make_set(batch.buffers)]
                 frames, res = timer.same_window(B._changing_record(rt, w), cp.frame, args.tries,

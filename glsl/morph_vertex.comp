@@ -1,7 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Morph pass, full-precision deltas, for CPU devices (lavapipe) and GPUs without subgroup ballots: one invocation
-// per vertex walks its own list of (delta, weight slot) pairs; no barriers or shared memory (morph_common.glsl).
+// per vertex adds the deltas of its active targets (a target bitmask per vertex); no barriers or shared memory
+// (morph_common.glsl).
 #define VERTEX_LISTS
 #include "gen/morph_vertex.glsl"
 #include "morph_full.glsl"

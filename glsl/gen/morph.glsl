@@ -15,7 +15,7 @@ struct Chunk {  // 32 bytes, numpy vkmorph.morph.gpu_data.CHUNK_HEADER
     uint endEntry;
     uint outVec4;           // output vec4 of vertex 0; vertex stride in vec4s below
     uint strideVec4;
-    uvec2 pad;
+    uvec2 slotWords;        // per-vertex kernel: weight slot of target 0, target mask words per vertex
 };
 
 struct Block {  // 8 bytes, numpy vkmorph.morph.gpu_data.BLOCK_ENTRY

@@ -15,12 +15,12 @@ struct Chunk {  // 32 bytes, numpy vkmorph.morph.gpu_data.CHUNK_HEADER
     uint endEntry;
     uint outVec4;           // output vec4 of vertex 0; vertex stride in vec4s below
     uint strideVec4;
-    uvec2 pad;
+    uvec2 slotWords;        // per-vertex kernel: weight slot of target 0, target mask words per vertex
 };
 
 layout(std430, set = 0, binding = 0) readonly buffer Chunks { Chunk chunks[]; };
-layout(std430, set = 0, binding = 1) readonly buffer VertexFirst { uint vertexFirst[]; };
-layout(std430, set = 0, binding = 2) readonly buffer DeltaSlots { uint deltaSlots[]; };
+layout(std430, set = 0, binding = 1) readonly buffer VertexRecords { uint vertexRecords[]; };
+layout(std430, set = 0, binding = 2) readonly buffer ActiveBits { uint activeBits[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Weights { float weights[]; };
 layout(std430, set = 0, binding = 6) readonly buffer Base { vec4 base[]; };
 layout(std430, set = 0, binding = 7) writeonly buffer Output { vec4 outVec4[]; };

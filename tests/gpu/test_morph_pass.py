@@ -78,7 +78,7 @@ def kernel(request, monkeypatch):
 
 
 def test_kernel_choice(ctx):
-    """CPU devices get the table walk; GPUs with subgroup ballots in compute the workgroup kernel."""
+    """CPU devices get the per-vertex kernel; GPUs with subgroup ballots in compute the workgroup kernel."""
     from vkmorph.render.morph_batch import CPU_SHADERS, SHADERS, kernel_for, subgroup_ballot_in_compute
 
     ballot = subgroup_ballot_in_compute(ctx)
@@ -151,7 +151,8 @@ def test_version_gating_counters(ctx):
         assert (c[-1].dispatched, c[-1].bytes_uploaded, c[-1].barriers, c[-1].pose_skipped) == (0, 0, 0, True)
         rt.set_weights("Red", [0.5, 0.25])
         ctx.submit_and_wait(lambda cb: c.append(rt.record(cb)))
-        assert (c[-1].dispatched, c[-1].skipped, c[-1].bytes_uploaded) == (1, 1, 8)
+        bits = 4 if "active_bits" in rt.gpu_bytes else 0     # per-vertex kernel: + the slots' active-bit word
+        assert (c[-1].dispatched, c[-1].skipped, c[-1].bytes_uploaded) == (1, 1, 8 + bits)
         rt.set_weights("Red", [0.5, 0.25])  # same values: no version change, nothing recorded
         ctx.submit_and_wait(lambda cb: c.append(rt.record(cb)))
         assert c[-1].dispatched == 0 and c[-1].pose_skipped
@@ -242,8 +243,9 @@ def test_compact_deltas_within_stated_bound(ctx, kernel):
         # 18 bytes per delta: a uvec4 of snorm16 pairs + a 16-bit tangent z (plus the zero delta at index 0)
         D = rt.total_deltas + 1
         assert (rt.gpu_bytes["deltas"], rt.gpu_bytes["deltas_tz"]) == (16 * D, 4 * ((D + 1) // 2))
-        if "delta_slots" in rt.gpu_bytes:                   # the per-vertex kernel: + a 4-byte slot per delta
-            assert rt.gpu_bytes["delta_slots"] == 4 * D
+        if "vertex_records" in rt.gpu_bytes:    # the per-vertex kernel: + first delta and target mask per vertex
+            V = sum(inst.prim.vertex_count for inst in rt.morphing)
+            assert rt.gpu_bytes["vertex_records"] == 4 * 2 * V
         for _ in range(2):
             ws = _random_scene_weights(rt, rng)
             ctx.submit_and_wait(rt.record)

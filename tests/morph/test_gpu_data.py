@@ -130,20 +130,33 @@ def test_chunked_build_time():
 
 
 def test_vertex_major_form_for_the_per_vertex_kernel():
-    """CPU devices' form: every vertex's deltas contiguous (targets ascending), each with its weight slot
-    (offset per instance); no block table; summing them reproduces the dense morph."""
+    """CPU devices' form: every vertex's deltas contiguous (targets ascending) after a record (first delta, target
+    bitmask); chunks carry the record word, weight offset and mask width; no block table. Picking each vertex's
+    deltas of the active targets as the kernel does (first + popcount of the mask bits below the target)
+    reproduces the dense morph."""
     rng = np.random.default_rng(4)
-    a, b = random_prim(rng, 300, 6, 0.4), random_prim(rng, 40, 3, 0.9)
-    prims, offsets = [a, b, a], [0, 6, 9]
+    a, b = random_prim(rng, 300, 40, 0.4), random_prim(rng, 40, 3, 0.9)
+    prims, offsets = [a, b, a], [0, 40, 43]
     batch = build_chunked_batch(prims, offsets, [0, 5000, 9000], vertex_lists=True)
-    first, slots = batch.vertex_first.astype(np.int64), batch.delta_slots
-    assert first[0] == 1 and first[-1] == batch.delta_count + 1 and (np.diff(first) >= 0).all()
-    assert batch.delta_count == 2 * count_deltas(a) + count_deltas(b) and not batch.chunks[:, 2:4].any()
-    W = rng.random(15)
+    rec, ch = batch.vertex_records.astype(np.int64), batch.chunks.astype(np.int64)
+    assert batch.delta_count == 2 * count_deltas(a) + count_deltas(b) and not ch[:, 3].any()
+    W = rng.random(83)
+    W[rng.random(83) < 0.5] = 0.0
+    seen = 0
     for prim, off, s in zip(prims, offsets, batch.slots):
-        for v in range(prim.vertex_count):
-            rows = np.arange(first[s.first_vertex + v], first[s.first_vertex + v + 1])
-            assert (np.diff(slots[rows].astype(np.int64)) > 0).all()
-            got = sum((W[slots[i]] * batch.delta_a[i, :3] for i in rows), np.zeros(3))
-            want = sum(W[off + k] * t.position_deltas[v] for k, t in enumerate(prim.morph_targets))
-            np.testing.assert_allclose(got, want, atol=1e-6)
+        T = len(prim.morph_targets)
+        for c in range(s.first_chunk, s.first_chunk + s.chunk_count):
+            assert ch[c, 6] == off and ch[c, 7] == (T + 31) // 32
+            for lane in range(ch[c, 1]):
+                r = ch[c, 2] + lane * (ch[c, 7] + 1)
+                d, words = rec[r], rec[r + 1:r + 1 + ch[c, 7]]
+                mask = sum(int(w) << (32 * k) for k, w in enumerate(words))
+                v = ch[c, 0] - s.first_vertex + lane
+                got, want = np.zeros(3), np.zeros(3)
+                for t in range(T):
+                    want += W[off + t] * prim.morph_targets[t].position_deltas[v]
+                    if mask >> t & 1:
+                        got += W[off + t] * batch.delta_a[d + bin(mask & ((1 << t) - 1)).count("1"), :3]
+                        seen += 1
+                np.testing.assert_allclose(got, want, atol=1e-6)
+    assert seen == batch.delta_count

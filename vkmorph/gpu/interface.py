@@ -222,7 +222,8 @@ class ShaderInterface:
 _GPU_DATA = "numpy vkmorph.morph.gpu_data"
 CHUNK_STRUCT = Struct("Chunk", CHUNK_HEADER, f"{_GPU_DATA}.CHUNK_HEADER", (
     ("first_vertex", "global index of the chunk's vertex 0"), ("first_entry", "its block-table range"),
-    ("out_vec4", "output vec4 of vertex 0; vertex stride in vec4s below")))
+    ("out_vec4", "output vec4 of vertex 0; vertex stride in vec4s below"),
+    ("slot_words", "per-vertex kernel: weight slot of target 0, target mask words per vertex")))
 BLOCK_STRUCT = Struct("Block", BLOCK_ENTRY, f"{_GPU_DATA}.BLOCK_ENTRY", (
     ("slot", "weight slot"), ("first_delta", "index of the block's first delta")))
 
@@ -258,9 +259,9 @@ def _morph(name: str, shader: str, compact: bool, vertex_lists: bool) -> ShaderI
              Binding("deltas_tz", 5, STORAGE, c, "float", "readonly", member="deltaB", block="DeltaB"))
     blocks = (Binding("table", 1, STORAGE, c, BLOCK_STRUCT, "readonly"),
               Binding("masks", 2, STORAGE, c, "uvec4", "readonly"))       # 2 per block: 256 vertex bits
-    if vertex_lists:   # the CPU-device kernel: vertex-major deltas, each vertex's range and each delta's slot
-        blocks = (Binding("vertex_first", 1, STORAGE, c, "uint", "readonly"),
-                  Binding("delta_slots", 2, STORAGE, c, "uint", "readonly"))
+    if vertex_lists:   # the CPU-device kernel: vertex-major deltas; per vertex its first delta + target bitmask
+        blocks = (Binding("vertex_records", 1, STORAGE, c, "uint", "readonly"),
+                  Binding("active_bits", 2, STORAGE, c, "uint", "readonly"))   # bit s: weight slot s non-zero
     return ShaderInterface(
         name, (shader,), f"chunked morph pass ({'snorm16' if compact else 'full'} deltas)",
         bindings=(Binding("chunks", 0, STORAGE, c, CHUNK_STRUCT, "readonly"),) + blocks + (

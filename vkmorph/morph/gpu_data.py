@@ -179,8 +179,10 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
 #   deltas are issued back to back (branch-free, a miss reads the zero delta at index 0). No atomics: the
 #   summation order is fixed and results repeat. Devices without subgroup ballots, and CPU devices (lavapipe,
 #   where barriers, shared memory and work per (block x lane) are what cost), use a per-vertex kernel over the
-#   same deltas with per-vertex (delta, slot) lists built only for it (a uniform walk of the block table was
-#   measured up to 15x slower there on sparse random targets).
+#   same deltas stored vertex-major with a record per vertex (first delta, target bitmask) built only for it;
+#   per frame the mask is ANDed with the active-target bits, so inactive targets cost nothing per vertex (a
+#   uniform walk of the block table was up to 15x slower there on sparse random targets; a (delta, slot) list
+#   per vertex, which read every delta's slot and weight, was about 1.5-3x slower with 5 of 52 targets active).
 # Measured alternatives (bench/variants.py, bench/variants-*.txt): a shared-memory scan instead of ballots,
 # one dependent delta load per trip instead of four, masks loaded after compaction, the CSR layout before.
 # - Delta payload, no index: full = 2 x vec4 (p.xyz n.x | n.yz t.xy) + 1 float (t.z) = 36 bytes; compact =
@@ -189,8 +191,12 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
 CHUNK = 256                   # vertices per chunk (= local_size_x of the workgroup kernel); mask bits per block
 MASK_WORDS = CHUNK // 32
 # std430 records the kernels read (gpu/interface.py generates their GLSL structs from these dtypes)
+# first_entry/end_entry: the chunk's block-table range (workgroup kernel); the per-vertex kernel reads its vertex
+# records from word first_entry on (end_entry unused) and slot_words = (weight slot of target 0, target mask
+# words per vertex); the workgroup kernel leaves slot_words 0 (its padding: its SPIR-V is unchanged).
 CHUNK_HEADER = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4"), ("first_entry", "<u4"),
-                         ("end_entry", "<u4"), ("out_vec4", "<u4"), ("stride_vec4", "<u4"), ("pad", "<u4", 2)])
+                         ("end_entry", "<u4"), ("out_vec4", "<u4"), ("stride_vec4", "<u4"),
+                         ("slot_words", "<u4", 2)])
 BLOCK_ENTRY = np.dtype([("slot", "<u4"), ("first_delta", "<u4")])
 CHUNK_RECORD = CHUNK_HEADER.itemsize // 4
 DELTA_A_WORDS = {"full": 8, "compact": 4}   # per delta, stream A (vec4-aligned)
@@ -213,30 +219,35 @@ class ChunkedPrimitive:
     scales: np.ndarray        # (T, 3) float32 (compact) / ones
     conservative_bounds: np.ndarray
     maximum_position_delta: float
-    vertex_first: np.ndarray | None = None    # vertex-major form: (V + 1,) int64, vertex v's deltas (1-based)
-    delta_targets: np.ndarray | None = None   # vertex-major form: (D + 1,) uint32 target of each delta
+    vertex_records: np.ndarray | None = None  # vertex-major form: (V, 1 + W) uint32, see _vertex_records
 
     @property
     def delta_count(self) -> int:
         return len(self.delta_a) - 1
 
 
-def _vertex_lists(V: int, nz: list, target_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-vertex (delta, target) lists for the CPU-device kernel, by counting (no sort): targets in order, each
-    target's vertices are distinct, so one fancy-indexed increment per target places its deltas."""
+def _vertex_records(V: int, nz: list, target_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vertex-major form for the CPU-device kernel, by counting (no sort). Returns (order, records): ``order``
+    (D + 1,) the target-major delta row of each vertex-major row (row 0 = the zero delta); ``records`` (V, 1 + W)
+    uint32, W = ceil(T / 32): column 0 the vertex's first delta (vertex-major, 1-based), then a bitmask of the
+    targets it has a delta for. Its deltas are stored in target order, so the delta of target t is
+    first + popcount(mask bits below t): a kernel finds the deltas of the frame's active targets with one AND of
+    the mask with the active-target bits, never reading the others."""
+    W = max(1, (len(nz) + 31) // 32)
     counts = np.zeros(V, np.int64)
-    for v in nz:
+    records = np.zeros((V, 1 + W), np.uint32)
+    for t, v in enumerate(nz):
         counts[v] += 1
+        records[v, 1 + t // 32] |= np.uint32(1 << (t % 32))
     first = np.zeros(V + 1, np.int64)
     np.cumsum(counts, out=first[1:])
-    out = np.zeros((int(first[-1]), 2), np.uint32)
-    fill = first[:-1].copy()
+    records[:, 0] = first[:-1] + 1
+    order = np.zeros(int(first[-1]) + 1, np.int64)
+    fill = first[:-1] + 1
     for t, v in enumerate(nz):
-        dest = fill[v]
-        out[dest, 0] = target_first[t] + np.arange(len(v))
-        out[dest, 1] = t
+        order[fill[v]] = target_first[t] + np.arange(len(v))
         fill[v] += 1
-    return first, out
+    return order, records
 
 
 def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
@@ -340,16 +351,15 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
         return ChunkedPrimitive(V, T, prim.vertices.dtype.itemsize // 16, chunks, table, masks, delta_a, delta_b,
                                 base, scales, bounds, max_delta)
     # Vertex-major form for the per-vertex kernel (CPU devices): deltas reordered by vertex (targets ascending),
-    # each with its target; no block table or masks. A CPU reads each vertex's deltas contiguously.
-    first, lists = _vertex_lists(V, nz, target_first)
-    order = np.concatenate([np.zeros(1, np.int64), lists[:, 0].astype(np.int64)])
+    # a record (first delta, target bitmask) per vertex; no block table or masks. A CPU reads each vertex's
+    # deltas contiguously and skips inactive targets by a mask AND (no per-delta slot to read).
+    order, records = _vertex_records(V, nz, target_first)
     rows = np.dtype((np.void, delta_a.shape[1] * delta_a.itemsize))
     delta_a = delta_a.view(rows).reshape(-1)[order].view(delta_a.dtype).reshape(len(order), -1)
-    targets = np.concatenate([np.zeros(1, np.uint32), lists[:, 1]])
     chunks[:, 2:] = 0
     return ChunkedPrimitive(V, T, prim.vertices.dtype.itemsize // 16, chunks, np.zeros((0, 2), np.uint32),
                             np.zeros((0, MASK_WORDS), np.uint32), delta_a, delta_b[order], base, scales, bounds,
-                            max_delta, first + 1, targets)
+                            max_delta, records)
 
 
 @dataclass
@@ -379,8 +389,8 @@ class ChunkedBatch:
     base: np.ndarray          # (V, 12) float32: the first 48 bytes of each vertex
     scales: np.ndarray        # (S, 4) float32 per weight slot (compact: position, normal, tangent scale)
     slots: list
-    vertex_first: np.ndarray | None = None    # vertex-major form only: (V + 1,) uint32 first delta of each vertex
-    delta_slots: np.ndarray | None = None     # vertex-major form only: (D + 1,) uint32 weight slot of each delta
+    vertex_records: np.ndarray | None = None  # vertex-major form only: uint32 per vertex: its first delta (global),
+    #                                           then its target bitmask (mask_words words; see _vertex_records)
 
     @property
     def delta_count(self) -> int:
@@ -420,20 +430,26 @@ def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0)
         delta_b = np.concatenate([delta_b, np.zeros(len(delta_b) % 2, np.uint16)]).view(np.uint32)
     slots = []
     if vertex_lists:
-        vfirst = np.zeros(max(1, Vtot) + 1, np.uint32)
-        dslots = np.zeros(len(delta_a), np.uint32)
-    c0 = b0 = v0 = 0
+        records = np.zeros(max(1, sum(lp.vertex_records.size for lp in locs)), np.uint32)
+    c0 = b0 = v0 = r0 = 0
     d0 = 0
     for lp, w_off, o_vec4 in zip(locs, weight_offsets, out_vec4):
-        if vertex_lists:
-            vfirst[v0:v0 + lp.vertex_count + 1] = d0 + lp.vertex_first
-            dslots[d0 + 1:d0 + 1 + lp.delta_count] = lp.delta_targets[1:] + w_off
         C, B = len(lp.chunks), len(lp.table)
+        if vertex_lists:
+            rec = records[r0:r0 + lp.vertex_records.size].reshape(lp.vertex_records.shape)
+            rec[:] = lp.vertex_records
+            rec[:, 0] += d0
+            width = lp.vertex_records.shape[1]
+            chunks[c0:c0 + C, 2] = r0 + lp.chunks[:, 0] * width
+            chunks[c0:c0 + C, 6] = w_off
+            chunks[c0:c0 + C, 7] = width - 1
+            r0 += lp.vertex_records.size
         ch = chunks[c0:c0 + C]
         ch[:, 0] = v0 + lp.chunks[:, 0]
         ch[:, 1] = lp.chunks[:, 1]
-        ch[:, 2] = b0 + lp.chunks[:, 2]
-        ch[:, 3] = b0 + lp.chunks[:, 3]
+        if not vertex_lists:
+            ch[:, 2] = b0 + lp.chunks[:, 2]
+            ch[:, 3] = b0 + lp.chunks[:, 3]
         ch[:, 4] = o_vec4 + lp.chunks[:, 0] * lp.vertex_stride_vec4
         ch[:, 5] = lp.vertex_stride_vec4
         table[b0:b0 + B, 0] = lp.table[:, 0] + w_off
@@ -443,5 +459,5 @@ def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0)
         slots.append(PrimitiveSlot(v0, c0, C, w_off, lp.delta_count, B, lp.conservative_bounds,
                                    lp.maximum_position_delta))
         c0, b0, v0, d0 = c0 + C, b0 + B, v0 + lp.vertex_count, d0 + lp.delta_count
-    lists = (vfirst, dslots) if vertex_lists else (None, None)
-    return ChunkedBatch(delta_format, chunks, table, masks, delta_a, delta_b, base, scales, slots, *lists)
+    return ChunkedBatch(delta_format, chunks, table, masks, delta_a, delta_b, base, scales, slots,
+                        records if vertex_lists else None)

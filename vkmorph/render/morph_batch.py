@@ -43,8 +43,9 @@ UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
 MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
 # Kernel per delta format. GPUs with subgroup ballots: active blocks compacted per workgroup in shared memory;
-# CPU devices (lavapipe) and GPUs without ballots: one invocation per vertex over its own (delta, slot) list, no
-# barriers (both measured on an H200 and lavapipe, see bench/ and glsl/morph_common.glsl).
+# CPU devices (lavapipe) and GPUs without ballots: one invocation per vertex adds the deltas its target bitmask
+# and the frame's active-target bits select, no barriers (measured on an H200 and lavapipe, see bench/ and
+# glsl/morph_common.glsl).
 SHADERS = {"full": MORPH, "compact": MORPH_COMPACT}
 CPU_SHADERS = {"full": MORPH_VERTEX, "compact": MORPH_COMPACT_VERTEX}
 
@@ -134,7 +135,7 @@ class MorphBatch:
             slot += inst.target_count
             out_bytes = _align(out_bytes + prim.vertices.nbytes)
         self.kernel = kernel_for(ctx, self.delta_format)
-        lists = any(b.name == "vertex_first" for b in self.kernel.bindings)
+        lists = any(b.name == "vertex_records" for b in self.kernel.bindings)
         data = build_chunked_batch(prims, weight_offsets, out_vec4, self.pose.weight_range, self.delta_format,
                                    slot_count=slot, vertex_lists=lists)
         for inst, s in zip(self.instances, data.slots):
@@ -151,7 +152,7 @@ class MorphBatch:
         buffers = {}
         arrays = {"chunks": data.chunks, "deltas": data.delta_a, "deltas_tz": data.delta_b, "base": data.base}
         if lists:
-            arrays["vertex_first"], arrays["delta_slots"] = data.vertex_first, data.delta_slots
+            arrays["vertex_records"] = data.vertex_records
         else:
             arrays["table"], arrays["masks"] = data.table, data.masks
         if self.delta_format == "compact":
@@ -163,6 +164,11 @@ class MorphBatch:
         self.slot_stride = out_bytes     # output slot k (frames in flight) starts at k * slot_stride
         self.output = self._own(M.device_buffer(ctx, np.tile(staging, self.slots), M.STORAGE | M.VERTEX,
                                                 name="morph output vertices"))
+        # per-vertex kernel: bit s of the active-bit words = weight slot s is non-zero (+ a spare word it may read)
+        self.active_bits = np.zeros((slot + 31) // 32 + 1 if lists else 0, np.uint32)
+        if lists:
+            self.active = buffers["active_bits"] = self._own(M.device_buffer(
+                ctx, None, M.STORAGE, size=self.active_bits.nbytes, name="morph active target bits"))
         self.gpu_bytes = {name: b.size for name, b in buffers.items()}
         self.gpu_bytes["output"] = self.output.size
         for inst in self.instances:
@@ -180,9 +186,23 @@ class MorphBatch:
     def record_uploads(self, cb, dirty: Sequence[int]) -> int:
         """Gather the pose's weights and record their upload for the ``dirty`` primitives; returns bytes."""
         np.take(self.pose.flat, self._gather, out=self.gpu_weights)
-        if len(dirty) <= FEW_DIRTY:
-            return sum(self._upload(cb, self._slots[i].weight_offset, self._slots[i].target_count) for i in dirty)
-        return self._upload(cb, 0, len(self.gpu_weights))
+        if len(self.active_bits):
+            bits = np.packbits(self.gpu_weights != 0, bitorder="little")
+            self.active_bits.view(np.uint8)[:len(bits)] = bits
+        ranges = [(self._slots[i].weight_offset, self._slots[i].target_count) for i in dirty] \
+            if len(dirty) <= FEW_DIRTY else [(0, len(self.gpu_weights))]
+        n = sum(self._update(cb, self.weights, first, self.gpu_weights[first:first + count])
+                for first, count in ranges)
+        if len(self.active_bits):    # the words covering those slots; neighbours may share one: each word once
+            words = sorted((f // 32, (f + c - 1) // 32 + 1) for f, c in ranges if c)
+            merged: list[list[int]] = []
+            for w0, w1 in words:
+                if merged and w0 < merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], w1)
+                else:
+                    merged.append([w0, w1])
+            n += sum(self._update(cb, self.active, w0, self.active_bits[w0:w1]) for w0, w1 in merged)
+        return n
 
     def record_dispatches(self, cb, dirty: Sequence[int], slot: int = 0) -> int:
         """Record the morph of the ``dirty`` primitives into output ``slot`` (their chunks when few, else every
@@ -197,12 +217,13 @@ class MorphBatch:
                 calls += 1
         return calls
 
-    def _upload(self, cb, first: int, count: int) -> int:
-        """vkCmdUpdateBuffer of gpu_weights[first:first+count] (chunked at 64 KiB); returns bytes."""
-        raw = self.gpu_weights[first:first + count].view(np.uint8)
+    @staticmethod
+    def _update(cb, buffer, first: int, words: np.ndarray) -> int:
+        """vkCmdUpdateBuffer of 4-byte ``words`` at word ``first`` of ``buffer`` (chunked at 64 KiB); bytes."""
+        raw = words.view(np.uint8)
         for start in range(0, raw.nbytes, UPDATE_CHUNK):
             chunk = raw[start:start + UPDATE_CHUNK]
-            vk.vkCmdUpdateBuffer(cb, self.weights.handle, 4 * first + start, chunk.nbytes, M.cffi_pointer(chunk))
+            vk.vkCmdUpdateBuffer(cb, buffer.handle, 4 * first + start, chunk.nbytes, M.cffi_pointer(chunk))
         return raw.nbytes
 
     def destroy(self) -> None:
