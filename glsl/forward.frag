@@ -8,10 +8,10 @@
 // sRGB attachment encodes.
 #include "scene.glsl"
 
-#include "varyings.glsl"
+#include "gen/scene_varyings_in.glsl"
 #include "material.glsl"
 
-layout(location = 0) out vec4 outColor;
+#include "gen/scene_target_out.glsl"
 
 #include "lighting.glsl"
 

@@ -9,9 +9,9 @@
 // No branch on a uniform or push constant (lavapipe keeps a specialized variant per value; see lighting.glsl).
 #include "scene.glsl"
 
-#include "varyings.glsl"
+#include "gen/scene_varyings_in.glsl"
 
-layout(location = 0) out vec4 outColor;
+#include "gen/scene_target_out.glsl"
 
 #include "lighting.glsl"
 

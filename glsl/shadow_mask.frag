@@ -3,7 +3,7 @@
 // Shadow pass for alpha-tested materials: MASK cuts at its cutoff, BLEND casts where alpha >= 0.5.
 // Depth only; opaque materials use the shadow pipeline without a fragment shader.
 #include "scene.glsl"
-#include "varyings.glsl"
+#include "gen/scene_varyings_in.glsl"
 #include "material.glsl"
 
 void main() {

@@ -5,11 +5,10 @@
 #include "gen/ui.glsl"
 #include "gen/ui_vertex.glsl"
 
-layout(location = 0) out vec4 outColor;
-layout(location = 1) out vec2 outUV;
+#include "gen/ui_varyings_out.glsl"
 
 void main() {
     outColor = vec4(pow(inColor.rgb, vec3(2.2)), inColor.a);
-    outUV = inUv;
+    outUv = inUv;
     gl_Position = vec4(inPos * pc.scale + pc.translate, 0.0, 1.0);
 }

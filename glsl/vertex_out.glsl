@@ -5,12 +5,8 @@
 // Binding 1 (inColor: COLOR_0, white when the file has none; inTexcoord1: TEXCOORD_1), from interface.py.
 #include "gen/extra_vertex.glsl"
 
-layout(location = 0) out vec3 outWorld;
-layout(location = 1) out vec3 outNormal;
-layout(location = 2) out vec4 outTangent;
-layout(location = 3) out vec4 outTexcoords;  // xy: TEXCOORD_0, zw: TEXCOORD_1
-layout(location = 4) out vec4 outColor;
-layout(location = 5) out float outHeat;
+// outWorld, outNormal, outTangent, outTexcoords, outColor, outHeat: declared once in interface.py (SCENE_VARYINGS).
+#include "gen/scene_varyings_out.glsl"
 
 void emitVertex(vec3 position, vec3 normal, vec4 tangent, vec2 texcoord0, float heat) {
     vec4 world = item.model * vec4(position, 1.0);

@@ -39,8 +39,11 @@ def sources() -> list[Path]:
 
 
 def headers(interfaces=I.INTERFACES) -> dict[str, str]:
-    """gen/<name>.glsl file name -> text, for every declared interface."""
-    return {f"{i.name}.glsl": I.glsl_header(i) for i in interfaces}
+    """gen/ file name -> text, for every declared interface and both sides of every stage link."""
+    out = {f"{i.name}.glsl": I.glsl_header(i) for i in interfaces}
+    for link in I.STAGE_LINKS:
+        out.update({name: I.glsl_varyings(link, direction) for name, (direction, _) in link.headers().items()})
+    return out
 
 
 def _glslang(args: list[str]) -> subprocess.CompletedProcess | str:
