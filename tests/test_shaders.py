@@ -3,6 +3,7 @@ reflection of the generated GLSL against the declaration), and a broken shader g
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -61,7 +62,7 @@ def test_layout_check_catches_a_wrong_binding_and_type():
 
 def test_stale_header_fails_check(tmp_path, monkeypatch):
     monkeypatch.setattr(compile_shaders, "GEN", tmp_path)
-    assert len(compile_shaders.write_headers(check=True)) == len(I.INTERFACES)   # all missing
+    assert len(compile_shaders.write_headers(check=True)) == len(compile_shaders.headers())   # all missing
     compile_shaders.write_headers(check=False)
     assert compile_shaders.write_headers(check=True) == []
     (tmp_path / "copy.glsl").write_text((tmp_path / "copy.glsl").read_text().replace("256", "128"))
@@ -82,6 +83,50 @@ def test_names_are_unique_and_constants_agree():
         for shader in iface.shaders:
             assert f'#include "gen/{iface.name}.glsl"' in _with_includes(ROOT / "glsl" / shader), (iface.name, shader)
     assert I.MORPH.constant("NORMALIZE_EPSILON") == NORMALIZE_EPSILON
+
+
+_LOCATION_DECL = re.compile(r"layout\s*\(\s*location\s*=\s*\d+\s*\)\s*(in|out)\b")
+
+
+def test_varyings_are_declared_only_by_the_generator():
+    """No hand-written ``layout(location = N) in/out`` outside glsl/gen/; every stage link's shaders include its
+    generated side, locations are unique per link, and a shader includes no generated varyings it is not listed for."""
+    hand = [f"{p.name}:{n}" for p in sorted((ROOT / "glsl").iterdir()) if p.is_file()
+            for n, line in enumerate(p.read_text().splitlines(), 1) if _LOCATION_DECL.search(line)]
+    assert hand == [], f"location declared by hand (declare it in interface.py STAGE_LINKS): {hand}"
+    included = {}
+    for link in I.STAGE_LINKS:
+        assert len({v.location for v in link.varyings}) == len(link.varyings), link.name
+        assert len({v.name for v in link.varyings}) == len(link.varyings), link.name
+        for header, (_, shaders) in link.headers().items():
+            for shader in shaders:
+                included.setdefault(shader, set()).add(header)
+    for shader in sorted(p.name for p in compile_shaders.sources()):
+        text = _with_includes(ROOT / "glsl" / shader)
+        used = set(re.findall(r'#include "gen/(\w+_(?:in|out)\.glsl)"', text))
+        assert used == included.get(shader, set()), (shader, used, included.get(shader))
+
+
+def test_compiled_stages_agree_on_every_location():
+    """The committed SPIR-V, read instruction by instruction: every producer's output at a location has the type of
+    every consumer's input there and of the declaration."""
+    io = compile_shaders.stage_io((compile_shaders.SPIRV / "skin.vert.spv").read_bytes())
+    assert io["out"] == {v.location: (v.glsl, "out" + I.pascal(v.name)) for v in I.SCENE_VARYINGS.varyings}
+    assert io["in"][0] == ("vec3", "inPosition") and io["in"][4] == ("uvec4", "inJoints")
+    assert compile_shaders.link_problems() == []
+
+
+def test_link_check_catches_a_mismatch(tmp_path):
+    """A fragment shader that reads the overlay's uv as a vec3 and a location nothing writes."""
+    src = tmp_path / "bad.frag"
+    src.write_text("#version 450\nlayout(location = 0) in vec4 inColor;\nlayout(location = 1) in vec3 inUv;\n"
+                   "layout(location = 3) in float inExtra;\nlayout(location = 0) out vec4 outColor;\n"
+                   "void main() { outColor = inColor + vec4(inUv, inExtra); }\n")
+    assert compile_shaders.compile_one(src, tmp_path / "bad.spv") is None
+    problems = compile_shaders.link_problems({"ui.frag": (tmp_path / "bad.spv").read_bytes()})
+    assert "ui_varyings: ui.frag in location 1 (inUv) is vec3, declared vec2" in problems, problems
+    assert "ui_varyings: location 1 is vec2 outUv in ui.vert, vec3 inUv in ui.frag" in problems, problems
+    assert "ui_varyings: ui.frag reads location 3 (inExtra), ui.vert writes none" in problems, problems
 
 
 def _with_includes(path) -> str:

@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
@@ -201,6 +203,70 @@ def layout_problems(iface: I.ShaderInterface, header: str | None = None) -> list
     return problems
 
 
+# ------------------------------------------------------------------------------------------- stage check
+_OP_NAME, _OP_TYPE_INT, _OP_TYPE_FLOAT, _OP_TYPE_VECTOR, _OP_TYPE_POINTER, _OP_VARIABLE, _OP_DECORATE = (
+    5, 21, 22, 23, 32, 59, 71)
+_LOCATION, _INPUT, _OUTPUT = 30, 1, 3     # Decoration Location; StorageClass Input, Output
+
+
+def stage_io(spirv: bytes) -> dict[str, dict[int, tuple[str, str]]]:
+    """{"in" | "out": {location: (GLSL type, name)}} of a SPIR-V module's located inputs and outputs, read from
+    its own instructions (OpDecorate Location, OpVariable, OpType*): independent of the generator."""
+    words = np.frombuffer(spirv, "<u4")
+    names, types, pointers, locations, variables = {}, {}, {}, {}, []
+    i = 5                                              # after the header
+    while i < len(words):
+        count, op = int(words[i]) >> 16, int(words[i]) & 0xFFFF
+        w = [int(x) for x in words[i + 1:i + count]]
+        if op == _OP_NAME:
+            names[w[0]] = spirv[4 * (i + 2):4 * (i + count)].split(b"\0")[0].decode()
+        elif op in (_OP_TYPE_INT, _OP_TYPE_FLOAT):
+            types[w[0]] = "float" if op == _OP_TYPE_FLOAT else ("int" if w[2] else "uint")
+        elif op == _OP_TYPE_VECTOR:
+            prefix = {"float": "", "int": "i", "uint": "u"}.get(types.get(w[1], ""), "?")   # ?: bool vectors
+            types[w[0]] = f"{prefix}vec{w[2]}"
+        elif op == _OP_TYPE_POINTER:
+            pointers[w[0]] = w[2]
+        elif op == _OP_DECORATE and w[1] == _LOCATION:
+            locations[w[0]] = w[2]
+        elif op == _OP_VARIABLE and w[2] in (_INPUT, _OUTPUT):
+            variables.append((w[1], w[2], w[0]))
+        i += count
+    io: dict[str, dict[int, tuple[str, str]]] = {"in": {}, "out": {}}
+    for var, storage, ptr in variables:
+        if var in locations:                           # built-ins (gl_Position) have no location
+            io["in" if storage == _INPUT else "out"][locations[var]] = (types.get(pointers[ptr], "?"),
+                                                                        names.get(var, "?"))
+    return io
+
+
+def link_problems(spirv=None) -> list[str]:
+    """Where a compiled producer's outputs and a consumer's inputs (every pair of every ``StageLink``) or the
+    declaration disagree on a location's type. ``spirv``: shader name -> SPIR-V bytes replacing vkmorph/spirv/'s."""
+    def io(shader):
+        return stage_io((spirv or {}).get(shader) or (SPIRV / f"{shader}.spv").read_bytes())
+
+    problems = []
+    for link in I.STAGE_LINKS:
+        declared = {v.location: v.glsl for v in link.varyings}
+        for shader, side in [(p, "out") for p in link.producers] + [(c, "in") for c in link.consumers]:
+            for loc, (typ, name) in sorted(io(shader)[side].items()):
+                if loc in declared and declared[loc] != typ:
+                    problems.append(f"{link.name}: {shader} {side} location {loc} ({name}) is {typ}, "
+                                    f"declared {declared[loc]}")
+        for producer in link.producers:
+            outs = io(producer)["out"]
+            for consumer in link.consumers:
+                for loc, (typ, name) in sorted(io(consumer)["in"].items()):
+                    if loc not in outs:
+                        problems.append(f"{link.name}: {consumer} reads location {loc} ({name}), "
+                                        f"{producer} writes none")
+                    elif outs[loc][0] != typ:
+                        problems.append(f"{link.name}: location {loc} is {outs[loc][0]} {outs[loc][1]} in "
+                                        f"{producer}, {typ} {name} in {consumer}")
+    return problems
+
+
 # ------------------------------------------------------------------------------------------- main
 def write_headers(check: bool) -> list[str]:
     """Write glsl/gen/*.glsl (or, with ``check``, list the stale/missing/orphan ones)."""
@@ -251,6 +317,10 @@ def main(argv: list[str] | None = None) -> int:
             elif not dst.is_file() or dst.read_bytes() != out.read_bytes():
                 shutil.copyfile(out, dst)
                 print(f"wrote vkmorph/spirv/{name}")
+    if not failed:
+        for p in link_problems():
+            print(f"varyings: {p}", file=sys.stderr)
+            problems.append(p)
     known = {s.name + ".spv" for s in sources()}
     orphans = sorted(p.name for p in SPIRV.glob("*.spv") if p.name not in known)
     if failed or problems:
