@@ -40,12 +40,16 @@ class OffscreenRenderer:
     def warnings(self) -> list[str]:
         return self.renderer.warnings
 
-    def render(self) -> np.ndarray:
+    def render(self, slot: int = 0) -> np.ndarray:
+        """One frame in frame slot ``slot`` (< the ``frames_in_flight`` passed on; default 1), submitted and
+        waited for."""
         r = self.renderer
-        r.update(0, self.width / self.height, self.width, self.height)
+        if isinstance(slot, bool) or not isinstance(slot, (int, np.integer)) or not 0 <= slot < r.slots:
+            raise UsageError(f"slot must be an int in [0, {r.slots}) (frames_in_flight={r.slots}), got {slot!r}")
+        r.update(slot, self.width / self.height, self.width, self.height)
 
         def record(cb):
-            self.last_counters = r.record(cb, 0, self.targets.framebuffers[0], self.width, self.height)
+            self.last_counters = r.record(cb, slot, self.targets.framebuffers[0], self.width, self.height)
             # readback: the forward pass's resolved_color_to_transfer_read dependency orders this copy
             region = vk.VkBufferImageCopy(
                 bufferOffset=0, bufferRowLength=0, bufferImageHeight=0,

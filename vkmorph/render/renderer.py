@@ -7,8 +7,11 @@ barriers / subpass dependencies between them (gpu/barriers.py, gpu/graphics.py).
 whether the primitive has targets, index buffer, palette, material, the colour/TEXCOORD_1 stream); per frame only
 what moved is rewritten: skinning palettes and model matrices when the skeleton version changed, the frame
 constants always, the back-to-front order of blended items. Per frame slot (frames in flight) the host-written
-buffers are separate, so the CPU never writes a buffer the GPU may still read. Every pass draws the same vertex
-buffers (the morph output) through the same vertex shaders (skin.vert / static.vert + vertex_out.glsl).
+buffers are separate, so the CPU never writes a buffer the GPU may still read, and so is the morph output: the
+renderer's runtime has one output slot per frame in flight (``MorphRuntime(slots=)``), frame slot k morphs into
+output slot k and every pass binds slot k's vertex offsets, so morphing frame N+1 does not wait for frame N's
+draws. Every pass draws the same vertex buffers (the morph output) through the same vertex shaders (skin.vert /
+static.vert + vertex_out.glsl).
 
 Framing follows the pose: ``frame_camera()`` fits the camera to ``scene_bounds()`` (MorphRuntime.bounds at the
 current weights and skeleton pose, not every target at full weight) and puts the ground just under the posed
@@ -26,6 +29,7 @@ import numpy as np
 from ..anim.skeleton import Skeleton
 from ..asset.materials import Material
 from ..asset.model import STATIC_VERTEX, MeshPrimitiveAsset, SceneAsset
+from ..errors import UsageError
 from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
@@ -59,7 +63,7 @@ def _col_major(m: np.ndarray) -> np.ndarray:
 @dataclass
 class RenderItem:
     vertex_buffer: object
-    vertex_offset: int
+    vertex_offsets: list[int]                        # per frame slot (the runtime's output slot of that frame)
     index_buffer: object
     index_count: int
     skinned: bool
@@ -85,22 +89,26 @@ def _forward_key(it: RenderItem) -> tuple:
 
 
 class RenderExtractor:
-    """Runtime instances (+ the ground) -> RenderItems. Built once; buffers never change after creation."""
+    """Runtime instances (+ the ground) -> RenderItems. Built once; buffers never change after creation.
+    ``output_slots``: the runtime's output slot of each frame slot (a morphing item's vertex offset per slot)."""
 
     @staticmethod
-    def extract(runtime: MorphRuntime, ground: tuple | None, material_of, extra_of) -> list[RenderItem]:
+    def extract(runtime: MorphRuntime, ground: tuple | None, material_of, extra_of,
+                output_slots: list[int]) -> list[RenderItem]:
         items = []
         for inst in runtime.instances:
             p = inst.prim
             pos = p.vertices["position"]
-            items.append(RenderItem(vertex_buffer=inst.vertex_buffer.handle, vertex_offset=inst.vertex_offset,
+            offsets = [runtime.vertex_buffer_offset(inst.node, inst.prim_index, slot=k) for k in output_slots]
+            items.append(RenderItem(vertex_buffer=inst.vertex_buffer.handle, vertex_offsets=offsets,
                                     index_buffer=inst.index_buffer.handle, index_count=inst.index_count,
                                     skinned=p.is_skinned, node=inst.node, skin=p.skin if p.is_skinned else None,
                                     material=material_of(p), extra_buffer=extra_of(p),
                                     center=(pos.min(axis=0) + pos.max(axis=0)) / 2, instance=inst))
         if ground is not None:
             vb, ib, n, prim = ground
-            items.append(RenderItem(vertex_buffer=vb.handle, vertex_offset=0, index_buffer=ib.handle, index_count=n,
+            items.append(RenderItem(vertex_buffer=vb.handle, vertex_offsets=[0] * len(output_slots),
+                                    index_buffer=ib.handle, index_count=n,
                                     skinned=False, node=None, skin=None, material=material_of(prim),
                                     extra_buffer=extra_of(prim), ground=True))
         return items
@@ -181,7 +189,11 @@ class SceneRenderer:
     """Shadow + forward rendering of a scene into a colour target of ``color_format`` (``create_targets``).
 
     ``selected``: a node index whose primitives get an outline (None: no outline). ``warnings``: one line per
-    bad material datum (missing/corrupt image, bad texture reference); the render goes on without it."""
+    bad material datum (missing/corrupt image, bad texture reference); the render goes on without it.
+
+    ``frames_in_flight``: frame slots (host-written buffers and, through the runtime it creates with as many
+    output slots, morph outputs per slot). A ``runtime`` passed in must have that many output slots, or one
+    (then every frame morphs into it and waits for the earlier frames' draws, as MorphRuntime.record guards)."""
 
     def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int,
                  frames_in_flight: int = 1, shadow_size: int = 1024, runtime: MorphRuntime | None = None,
@@ -192,8 +204,13 @@ class SceneRenderer:
         self.depth_format = depth_stencil_format(ctx)
         self.stencil = has_stencil(self.depth_format)
         self._owned: list = []          # everything created here, destroyed in reverse creation order
+        if runtime is not None and runtime.slots not in (1, frames_in_flight):
+            raise UsageError(f"SceneRenderer(frames_in_flight={frames_in_flight}) needs a runtime with "
+                             f"{frames_in_flight} output slots (or 1), got MorphRuntime(slots={runtime.slots})")
         self._owns_runtime = runtime is None
-        self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene)
+        self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene, slots=frames_in_flight)
+        # the runtime's output slot of each frame slot
+        self.output_slots = [k if self.runtime.slots > 1 else 0 for k in range(frames_in_flight)]
         self.skeleton = Skeleton(scene)
         self.heat_joint = -1
         self.selected: int | None = None
@@ -285,7 +302,7 @@ class SceneRenderer:
             gib = self._own(M.device_buffer(ctx, ground_prim.indices, M.INDEX, name="ground indices"))
             ground_buffers = (gvb, gib, len(ground_prim.indices), ground_prim)
         self.items = RenderExtractor.extract(self.runtime, ground_buffers, lambda p: material_index[id(p)],
-                                             lambda p: extra[id(p)].handle)
+                                             lambda p: extra[id(p)].handle, self.output_slots)
         world = self.skeleton.world_matrices()
         for it in self.items:
             m = materials[it.material]
@@ -458,16 +475,18 @@ class SceneRenderer:
     def record(self, cb, slot: int, framebuffer, width: int, height: int, after_morph=None) -> FrameCounters:
         """The frame: morph -> shadow -> forward (opaque + masked, blended back to front, outline).
 
-        1. Morph pass (version-gated; MorphRuntime.record): barriers previous_frame_to_morph_writes,
-           transfer_write_to_compute_read, compute_write_to_vertex_read — as many as it reports in
-           ``counters.barriers`` (none when nothing changed).
+        1. Morph pass (version-gated; MorphRuntime.record into output slot ``output_slots[slot]``): barriers
+           previous_frame_to_morph_writes (one output slot) or "previous morph -> morph writes" (one per frame
+           slot: this slot's earlier draws are the caller's fence wait for it), transfer_write_to_compute_read,
+           compute_write_to_vertex_read — as many as it reports in ``counters.barriers`` (none when nothing
+           changed). Every pass below binds that output slot's vertex offsets.
         2. Shadow pass: subpass dependencies shadow_sampling_to_depth_write, depth_write_to_fragment_sampling.
         3. Forward pass: previous_frame_to_attachment_writes, then the draws; the multisampled colour resolves
            into the target at the end of the subpass; resolved_color_to_transfer_read for a readback.
         The caller then presents or copies the target (offscreen readback).
         ``after_morph(cb)`` is called between the morph pass and the shadow pass (e.g. a timestamp)."""
         self._viewport = (width, height)
-        counters = self.runtime.record(cb)
+        counters = self.runtime.record(cb, slot=self.output_slots[slot])
         if after_morph is not None:
             after_morph(cb)
         self._shadow_pass(cb, slot)
@@ -526,7 +545,7 @@ class SceneRenderer:
                 vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.layout, 2, 1,
                                            [self.material_table.sets[it.material]], 0, None)
             vk.vkCmdPushConstants(cb, self.layout, stages, 0, ITEM_PUSH.itemsize, it.push_ptr[p])
-            vk.vkCmdBindVertexBuffers(cb, 0, 2, [it.vertex_buffer, it.extra_buffer], [it.vertex_offset, 0])
+            vk.vkCmdBindVertexBuffers(cb, 0, 2, [it.vertex_buffer, it.extra_buffer], [it.vertex_offsets[slot], 0])
             vk.vkCmdBindIndexBuffer(cb, it.index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
             vk.vkCmdDrawIndexed(cb, it.index_count, 1, 0, 0, 0)
 
