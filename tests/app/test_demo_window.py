@@ -63,6 +63,13 @@ def _start_demo(display, *args):
     return proc, lines, reader
 
 
+def _kill_if_running(proc) -> None:
+    """A test that failed half way leaves no demo behind."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 def test_demo_window_keys_resize_and_screenshot(xvfb, tmp_path):
     shot = tmp_path / "demo.png"
     proc, lines, reader = _start_demo(xvfb, "--screenshot", shot)
@@ -87,9 +94,7 @@ def test_demo_window_keys_resize_and_screenshot(xvfb, tmp_path):
         _xdo(xvfb, "key", "Escape")
         proc.wait(120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _kill_if_running(proc)
     reader.join(5)
     err = proc.stderr.read()
     assert proc.returncode == 0, err
@@ -115,9 +120,7 @@ def test_demo_exits_cleanly_when_the_display_goes_away(xvfb, how):
         _xdo(xvfb, how, wid)
         proc.wait(60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _kill_if_running(proc)
     reader.join(5)
     err = proc.stderr.read().strip().splitlines()
     assert proc.returncode == 0, err
@@ -147,9 +150,7 @@ def test_panel_slider_drives_every_node_with_that_target(xvfb, tmp_path):
         _xdo(xvfb, "key", "Escape")
         proc.wait(120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _kill_if_running(proc)
     reader.join(5)
     err = proc.stderr.read()
     assert proc.returncode == 0, err
@@ -179,9 +180,7 @@ def _run_demo(display, tmp_path, keys_then, *extra):
         _xdo(display, "key", "Escape")
         proc.wait(120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _kill_if_running(proc)
     reader.join(5)
     err = proc.stderr.read()
     assert proc.returncode == 0, err

@@ -39,6 +39,13 @@ def front_view(r):
     r.light_dir = np.array([-0.3, -0.6, -1.0])
 
 
+def pixel_at(img: np.ndarray, r, world) -> np.ndarray:
+    """The rendered RGB (int) where renderer ``r``'s camera projects the world point ``world``."""
+    c = r.camera.view_proj(W / H) @ np.append(world, 1.0)
+    x, y = int((c[0] / c[3] * 0.5 + 0.5) * W), int((c[1] / c[3] * 0.5 + 0.5) * H)
+    return img[y, x, :3].astype(int)
+
+
 def object_pixels(img: np.ndarray) -> np.ndarray:
     """Pixels that are not the clear colour (the ground is off in these tests)."""
     from vkmorph.render.renderer import SKY_COLOR
@@ -112,12 +119,8 @@ def test_embedded_glb_texture_renders_like_the_external_png(ctx, tmp_path):
 def test_vertex_colours_reach_the_pixels(ctx, tmp_path):
     """Left cube: red at the bottom to green at the top (bytes); right cube: blue-ish floats."""
     img, _, r = render(ctx, load_scene(scenes.vertex_colored(tmp_path)), front_view, ground=False)
-    vp = r.camera.view_proj(W / H)
-
     def pixel(world):
-        c = vp @ np.append(world, 1.0)
-        x, y = int((c[0] / c[3] * 0.5 + 0.5) * W), int((c[1] / c[3] * 0.5 + 0.5) * H)
-        return img[y, x, :3].astype(int)
+        return pixel_at(img, r, world)
 
     low, high, right = pixel([-0.8, -0.35, 0.5]), pixel([-0.8, 0.35, 0.5]), pixel([0.8, 0.0, 0.5])
     assert low[0] > low[1] + 40 and high[1] > high[0] + 40, (low, high)
@@ -149,12 +152,8 @@ def test_normal_map_follows_the_generated_tangent_frame(ctx, tmp_path):
 
 def test_alpha_mask_cuts_holes_and_blend_shows_what_is_behind(ctx, tmp_path):
     img, _, r = render(ctx, load_scene(scenes.alpha_scene(tmp_path)), front_view, ground=False)
-    vp = r.camera.view_proj(W / H)
-
     def pixel(world):
-        c = vp @ np.append(world, 1.0)
-        x, y = int((c[0] / c[3] * 0.5 + 0.5) * W), int((c[1] / c[3] * 0.5 + 0.5) * H)
-        return img[y, x, :3].astype(int)
+        return pixel_at(img, r, world)
 
     hole = pixel([-0.65, 0.0, 0.0])          # centre of the middle hole: the blue wall shows
     solid = pixel([-0.65 + 0.2, 0.2, 0.0])   # between holes: the white quad
@@ -166,12 +165,8 @@ def test_alpha_mask_cuts_holes_and_blend_shows_what_is_behind(ctx, tmp_path):
 
 def test_single_sided_faces_are_culled_double_sided_lit_and_emissive_glows(ctx, tmp_path):
     img, _, r = render(ctx, load_scene(scenes.sided_walls(tmp_path)), front_view, ground=False)
-    vp = r.camera.view_proj(W / H)
-
     def pixel(world):
-        c = vp @ np.append(world, 1.0)
-        x, y = int((c[0] / c[3] * 0.5 + 0.5) * W), int((c[1] / c[3] * 0.5 + 0.5) * H)
-        return img[y, x, :3].astype(int)
+        return pixel_at(img, r, world)
 
     sky = img[2, 2, :3].astype(int)
     assert np.abs(pixel([-0.7, 0.55, 0.0]) - sky).max() <= 2          # back face of a single-sided wall: culled
