@@ -74,9 +74,11 @@ def _log_resources(leaks) -> None:
         return
     snap = TRACKER.snapshot()
     fds = len(snap.fds) if snap.fds is not None else -1
+    maps = sum(1 for _ in open("/proc/self/maps")) if os.path.exists("/proc/self/maps") else -1
+    threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else -1
     with open(RESOURCE_LOG, "a") as f:
         f.write(f"{_current_test[0]} fds={fds} instances={len(snap.handles['VkInstance'])} "
-                f"devices={len(snap.handles['VkDevice'])} leaks={len(leaks)}\n")
+                f"devices={len(snap.handles['VkDevice'])} maps={maps} threads={threads} leaks={len(leaks)}\n")
 
 
 @pytest.fixture(autouse=True)

@@ -277,3 +277,32 @@ def test_borrowed_device_is_destroyed_whatever_fails(monkeypatch):
         with borrowed_device():
             pass
     assert _live_now(before) == []
+
+
+_DRIVER_STAYS_LOADED = """
+import os
+def mapped():
+    paths = {line.split()[-1] for line in open("/proc/self/maps") if len(line.split()) == 6}
+    return {p for p in paths if ".so" in os.path.basename(p) and not os.path.basename(p).startswith("libVkLayer")}
+from vkmorph.gpu.context import Context
+before = mapped()
+c = Context.create(validation=False)
+driver = mapped() - before
+c.destroy()
+gone = sorted(driver - mapped())
+print("driver:", len(driver), "gone:", gone)
+assert driver and not gone
+for i in range(40):                       # NVIDIA's driver failed the 31st load/unload cycle in one process
+    Context.create(validation=False).destroy()
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/maps")
+def test_driver_stays_loaded_after_the_last_context_is_destroyed():
+    """The loader dlclose-s the ICD when its last instance goes; NVIDIA's driver fails vkCreateInstance after ~30
+    such cycles in one process (vkmorph/gpu/driver_pin.py). A fresh interpreter: what the first Context mapped
+    (layers aside) is still mapped after it is destroyed, and 40 more create/destroy cycles work."""
+    r = subprocess.run([sys.executable, "-c", _DRIVER_STAYS_LOADED], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "VKMORPH_VALIDATION": "0"}, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr

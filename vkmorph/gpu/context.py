@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import GpuError, UsageError
+from . import driver_pin
 from .vk import call, ffi, vk
 
 API_VERSION = (1, 2)            # the SPIR-V is compiled for the Vulkan 1.2 environment
@@ -363,6 +364,7 @@ class Context:
         try:
             self.instance = vk.vkCreateInstance(create_info, None)
             self._owns_instance = True     # from here on destroy() destroys it, whatever fails next
+            driver_pin.pin_driver()   # keep the driver loaded: see driver_pin.py (NVIDIA's ~30-load wall)
         except vk.VkErrorIncompatibleDriver:
             raise GpuError("no Vulkan driver (ICD) found: `apt-get install mesa-vulkan-drivers` for lavapipe, "
                            "or install your GPU's Vulkan driver") from None
