@@ -36,8 +36,10 @@ def installed(tmp_path_factory):
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     py = venv / "bin" / "python"
     purelib = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    # (and the PYTHONPATH entries other than this tree: where a machine without an index brings its wheels)
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != ROOT]
     deps = [p for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
-                        *site.getsitepackages()} if Path(p).is_dir()]
+                        *site.getsitepackages(), *extra} if Path(p).is_dir()]
     # addsitedir also runs the .pth files there (setuptools' distutils shim, which pyassimp needs on 3.12+);
     # the editable vkmorph finder it installs comes after the venv's own copy, which the test checks
     Path(purelib, "dev_deps.pth").write_text("".join(f"import site; site.addsitedir({d!r})\n" for d in deps))
