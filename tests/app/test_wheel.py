@@ -43,8 +43,11 @@ def installed(tmp_path_factory):
     # addsitedir also runs the .pth files there (setuptools' distutils shim, which pyassimp needs on 3.12+);
     # the editable vkmorph finder it installs comes after the venv's own copy, which the test checks
     Path(purelib, "dev_deps.pth").write_text("".join(f"import site; site.addsitedir({d!r})\n" for d in deps))
+    # without PYTHONPATH: with this tree on it, pip would take the vkmorph.egg-info the wheel build just wrote
+    # here for an installed vkmorph and install nothing (seen on the H200, whose wheels come via PYTHONPATH)
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     _run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index", "-q",
-          "--disable-pip-version-check", str(wheel)])
+          "--disable-pip-version-check", str(wheel)], env=clean)
     work = tmp / "elsewhere"
     work.mkdir()
     return venv, work, wheel

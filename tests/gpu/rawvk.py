@@ -38,7 +38,8 @@ class RawDevice:
             pNext=self._messenger_ci)
         self.instance = self.messenger = self.device = self.pool = self.pipeline_cache = None
         self._buffers: list[tuple] = []
-        self._copy = None
+        self._fences: list = []         # submissions not waited for: destroyed with the device (an NVIDIA fence
+        self._copy = None               # holds a /dev/nvidia0 fd; a leaked one shows as a leaked fd)
         try:
             self._create(api_version, pipeline_cache)
         except BaseException:
@@ -81,12 +82,14 @@ class RawDevice:
         result = record(cb)
         vk.vkEndCommandBuffer(cb)
         fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
+        self._fences.append(fence)
         vk.vkQueueSubmit(self.queue, 1, [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[cb])], fence)
         return cb, fence, result
 
     def wait(self, submission) -> None:
         cb, fence, _ = submission
         vk.vkWaitForFences(self.device, 1, [fence], vk.VK_TRUE, 10**10)
+        self._fences.remove(fence)
         vk.vkDestroyFence(self.device, fence, None)
         vk.vkFreeCommandBuffers(self.device, self.pool, 1, [cb])
 
@@ -142,6 +145,10 @@ class RawDevice:
 
         dev = self.device
         if dev is not None:
+            if self._fences:
+                attempt(vk.vkDeviceWaitIdle, dev)      # submissions nobody waited for, e.g. a failed test's
+            for fence in self._fences:
+                attempt(vk.vkDestroyFence, dev, fence, None)
             if self._copy is not None:
                 attempt(self._copy.destroy)
             for buf, mem in self._buffers:
@@ -157,7 +164,7 @@ class RawDevice:
                 attempt(lambda: vk.vkGetInstanceProcAddr(self.instance, "vkDestroyDebugUtilsMessengerEXT")(
                     self.instance, self.messenger, None))
             attempt(vk.vkDestroyInstance, self.instance, None)
-        self._copy, self._buffers = None, []
+        self._copy, self._buffers, self._fences = None, [], []
         self.device = self.pool = self.pipeline_cache = self.messenger = self.instance = None
         if errors:
             raise errors[0]

@@ -267,6 +267,7 @@ def test_borrowed_device_is_destroyed_whatever_fails(monkeypatch):
             raise RuntimeError("the test failed")
     assert "the test failed" in str(failed.value.__context__)
     assert buf.handle is None and user.device is None and user.instance is None
+    assert user.messages == [], user.messages     # incl. the never-waited submission's fence, destroyed too
     assert _live_now(before) == []
 
     def refuse(*a, **k):

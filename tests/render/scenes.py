@@ -14,6 +14,12 @@ from tests.render.gltf_gen import GltfBuilder, checker, cube, png_bytes, quad, w
 REF = ROOT / "tests" / "render" / "reference"
 ARTIFACTS = ROOT / "test-artifacts"
 CHANNEL_TOL, MATCH_FRACTION, MEAN_TOL = 6, 0.995, 1.0
+# The references were rendered by lavapipe. Another implementation rasterizes edges and filters texels a little
+# differently (the spec allows it; measured on an H200: 0.975-0.994 of pixels within 6/255, mean diff <= 0.34, the
+# misses on silhouette edges and texel boundaries). There a pixel also matches when a reference pixel in its 3x3
+# neighbourhood is within 6/255 (a sub-pixel shift), still for 0.995 of pixels; and at least SAME_PIXEL_FLOOR of
+# them must match in place, so a wrong shade over a region still fails.
+REFERENCE_DEVICE, SAME_PIXEL_FLOOR = "llvmpipe", 0.95
 ORANGE = (230, 120, 30, 255)
 TRILINEAR = {"magFilter": 9729, "minFilter": 9987}
 
@@ -183,8 +189,21 @@ def obj_textured_cube(dir: Path, texture: str = "orange.png") -> Path:
     return path
 
 
-def compare_reference(name: str, img: np.ndarray) -> str | None:
-    """None when ``img`` matches tests/render/reference/<name>.png (or it was regenerated), else why not."""
+def _neighbourhood_match(img: np.ndarray, ref: np.ndarray) -> float:
+    """Fraction of pixels within CHANNEL_TOL (every channel) of some reference pixel in their 3x3 neighbourhood."""
+    a = img.astype(np.int16)
+    pad = np.pad(ref.astype(np.int16), ((1, 1), (1, 1), (0, 0)), mode="edge")
+    h, w = img.shape[:2]
+    ok = np.zeros((h, w), bool)
+    for dy in range(3):
+        for dx in range(3):
+            ok |= np.abs(a - pad[dy:dy + h, dx:dx + w]).max(axis=2) <= CHANNEL_TOL
+    return float(ok.mean())
+
+
+def compare_reference(name: str, img: np.ndarray, device: str = REFERENCE_DEVICE) -> str | None:
+    """None when ``img`` matches tests/render/reference/<name>.png (or it was regenerated), else why not.
+    ``device``: the name of the device that rendered ``img`` (see REFERENCE_DEVICE)."""
     ref_path = REF / f"{name}.png"
     if os.environ.get("VKMORPH_UPDATE_REFERENCES") == "1":
         Image.fromarray(img, "RGBA").save(ref_path)
@@ -195,10 +214,13 @@ def compare_reference(name: str, img: np.ndarray) -> str | None:
     diff = np.abs(img.astype(np.int16) - ref.astype(np.int16))
     match = (diff.max(axis=2) <= CHANNEL_TOL).mean()
     mean = diff.mean()
+    how = "in place"
+    if match < MATCH_FRACTION and REFERENCE_DEVICE not in device and match >= SAME_PIXEL_FLOOR:
+        match, how = _neighbourhood_match(img, ref), f"within a 3x3 neighbourhood ({device})"
     if match < MATCH_FRACTION or mean > MEAN_TOL:
         ARTIFACTS.mkdir(exist_ok=True)
         Image.fromarray(img, "RGBA").save(ARTIFACTS / f"{name}.png")
         Image.fromarray(np.clip(diff[..., :3] * 8, 0, 255).astype(np.uint8), "RGB").save(ARTIFACTS / f"{name}-diff.png")
-        return (f"{name}: {match:.4f} of pixels within {CHANNEL_TOL}/255 (need {MATCH_FRACTION}), mean diff "
+        return (f"{name}: {match:.4f} of pixels within {CHANNEL_TOL}/255 {how} (need {MATCH_FRACTION}), mean diff "
                 f"{mean:.3f} (max {MEAN_TOL}); see {ARTIFACTS}")
     return None

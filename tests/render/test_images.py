@@ -46,7 +46,7 @@ def render(ctx, scene, clip, t, configure=None):
 def test_reference_image(ctx, name, src, clip, t):
     scene = load_scene(asset(*src) if src else None)
     img, _ = render(ctx, scene, clip, t)
-    problem = compare_reference(name, img)
+    problem = compare_reference(name, img, ctx.info.name)
     assert problem is None, problem
     assert img[..., :3].std() > 10, "blank image"
 

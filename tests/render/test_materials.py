@@ -69,7 +69,7 @@ def test_reference_image(ctx, tmp_path, name):
     make, configure = REFERENCE_CASES[name]
     img, warnings, _ = render(ctx, load_scene(make(tmp_path)), configure)
     assert warnings == []
-    problem = scenes.compare_reference(name, img)
+    problem = scenes.compare_reference(name, img, ctx.info.name)
     assert problem is None, problem
     assert img[..., :3].std() > 10, "blank image"
 
