@@ -15,11 +15,14 @@ REF = ROOT / "tests" / "render" / "reference"
 ARTIFACTS = ROOT / "test-artifacts"
 CHANNEL_TOL, MATCH_FRACTION, MEAN_TOL = 6, 0.995, 1.0
 # The references were rendered by lavapipe. Another implementation rasterizes edges and filters texels a little
-# differently (the spec allows it; measured on an H200: 0.975-0.994 of pixels within 6/255, mean diff <= 0.34, the
-# misses on silhouette edges and texel boundaries). There a pixel also matches when a reference pixel in its 3x3
-# neighbourhood is within 6/255 (a sub-pixel shift), still for 0.995 of pixels; and at least SAME_PIXEL_FLOOR of
-# them must match in place, so a wrong shade over a region still fails.
-REFERENCE_DEVICE, SAME_PIXEL_FLOOR = "llvmpipe", 0.95
+# differently (the spec allows it: subTexelPrecisionBits and mipmapPrecisionBits may be as low as 4, i.e. 1/16 of
+# an edge's contrast). Measured on an H200: 0.975-0.994 of pixels within 6/255 in place, mean diff <= 0.34, the
+# misses on silhouette edges and texel boundaries (a 20 -> 230 texture edge: up to 51/255 in a few pixels). There a
+# pixel also matches when a reference pixel in its 3x3 neighbourhood is within NEIGHBOUR_TOL (a sub-pixel shift at
+# the spec's minimum filtering precision), still for 0.995 of pixels; at least SAME_PIXEL_FLOOR must match in
+# place and the mean limit is unchanged, so a wrong shade over a region still fails (tests/render/
+# test_reference_compare.py).
+REFERENCE_DEVICE, SAME_PIXEL_FLOOR, NEIGHBOUR_TOL = "llvmpipe", 0.95, 16
 ORANGE = (230, 120, 30, 255)
 TRILINEAR = {"magFilter": 9729, "minFilter": 9987}
 
@@ -190,14 +193,14 @@ def obj_textured_cube(dir: Path, texture: str = "orange.png") -> Path:
 
 
 def _neighbourhood_match(img: np.ndarray, ref: np.ndarray) -> float:
-    """Fraction of pixels within CHANNEL_TOL (every channel) of some reference pixel in their 3x3 neighbourhood."""
+    """Fraction of pixels within NEIGHBOUR_TOL (every channel) of some reference pixel in their 3x3 neighbourhood."""
     a = img.astype(np.int16)
     pad = np.pad(ref.astype(np.int16), ((1, 1), (1, 1), (0, 0)), mode="edge")
     h, w = img.shape[:2]
     ok = np.zeros((h, w), bool)
     for dy in range(3):
         for dx in range(3):
-            ok |= np.abs(a - pad[dy:dy + h, dx:dx + w]).max(axis=2) <= CHANNEL_TOL
+            ok |= np.abs(a - pad[dy:dy + h, dx:dx + w]).max(axis=2) <= NEIGHBOUR_TOL
     return float(ok.mean())
 
 
@@ -214,13 +217,14 @@ def compare_reference(name: str, img: np.ndarray, device: str = REFERENCE_DEVICE
     diff = np.abs(img.astype(np.int16) - ref.astype(np.int16))
     match = (diff.max(axis=2) <= CHANNEL_TOL).mean()
     mean = diff.mean()
-    how = "in place"
+    tol, how = CHANNEL_TOL, "in place"
     if match < MATCH_FRACTION and REFERENCE_DEVICE not in device and match >= SAME_PIXEL_FLOOR:
-        match, how = _neighbourhood_match(img, ref), f"within a 3x3 neighbourhood ({device})"
+        match = _neighbourhood_match(img, ref)
+        tol, how = NEIGHBOUR_TOL, f"of a reference pixel in their 3x3 neighbourhood ({device})"
     if match < MATCH_FRACTION or mean > MEAN_TOL:
         ARTIFACTS.mkdir(exist_ok=True)
         Image.fromarray(img, "RGBA").save(ARTIFACTS / f"{name}.png")
         Image.fromarray(np.clip(diff[..., :3] * 8, 0, 255).astype(np.uint8), "RGB").save(ARTIFACTS / f"{name}-diff.png")
-        return (f"{name}: {match:.4f} of pixels within {CHANNEL_TOL}/255 {how} (need {MATCH_FRACTION}), mean diff "
+        return (f"{name}: {match:.4f} of pixels within {tol}/255 {how} (need {MATCH_FRACTION}), mean diff "
                 f"{mean:.3f} (max {MEAN_TOL}); see {ARTIFACTS}")
     return None
