@@ -3,6 +3,7 @@ builds of glsl/morph.comp / morph_compact.comp (preprocessor switches), timed li
 same-window copy reference, median of per-try ratios). Used to choose the shipped variant; results in bench/.
 
     python bench/variants.py [--quick] [--variants base,sg,...] [--cases ...]
+    python bench/variants.py --vertex-layout --variants vertex      # the per-vertex kernel on a GPU
 
 Variants are compiled here with glslangValidator -D<flags> into a temporary folder.
 """
@@ -51,6 +52,8 @@ def main():
     ap.add_argument("--tries", type=int, default=3)
     ap.add_argument("--cases", help="indices into the case list, e.g. 0,4")
     ap.add_argument("--rounds", type=int, default=1, help="alternate the variants this many times per case")
+    ap.add_argument("--vertex-layout", action="store_true",
+                    help="build the per-vertex layout (the CPU path's) on any device: for the vertex* variants")
     args = ap.parse_args()
     names = args.variants.split(",")
     tmp = Path(tempfile.mkdtemp())
@@ -62,6 +65,9 @@ def main():
     from vkmorph.morph.reference import morph_reference
     from vkmorph.render.morph_pass import MorphRuntime
 
+    if args.vertex_layout:
+        from vkmorph.render import morph_batch
+        morph_batch.kernel_for = lambda ctx, fmt: morph_batch.CPU_SHADERS[fmt]
     shaders.SPIRV_DIRS = (tmp,) + tuple(shaders.SPIRV_DIRS)
     shaders.load_spirv.cache_clear()
     ctx = Context.create()

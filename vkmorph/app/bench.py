@@ -80,6 +80,7 @@ class Row:
     previous_mib: float
     dense_mib: float
     build_s: float
+    kernel: str = ""          # "workgroup" or "per-vertex" (vkmorph.render.morph_batch.kernel_for)
 
 
 # ------------------------------------------------------------------------------------------------ synthetic data
@@ -335,6 +336,7 @@ def bench_case(ctx, timer, case: Case, prims: list, fmt: str, tries: int, warm_s
         prev = previous_layout_bytes(V, rt.total_deltas, S, rt.gpu_bytes["output"], fmt)
         dense = sum(pr.vertex_count * (48 + len(pr.morph_targets) * 24 + pr.vertices.dtype.itemsize) for pr in prims)
         D = rt.total_deltas
+        kernel = "per-vertex" if any(b.name == "vertex_records" for b in rt.batch.kernel.bindings) else "workgroup"
     finally:
         if cp is not None:
             cp.destroy()
@@ -345,7 +347,7 @@ def bench_case(ctx, timer, case: Case, prims: list, fmt: str, tries: int, warm_s
     return Row(name, V, case.targets, case.coverage, case.active, case.pattern, fmt, D, active_deltas,
                floor_bytes / 1e6, morph_us, floor_us, float(np.median(fr)), float(min(fr)), float(max(fr)),
                copy_gbps, frames, np_ms, np_ms / (morph_us * 1e-3), err, gpu_b / 2**20, prev / 2**20,
-               dense / 2**20, build_s)
+               dense / 2**20, build_s, kernel)
 
 
 def cpu_frame_costs(ctx, counts=(1, 10, 100, 1000, 10000), repeats: int = 30) -> list[dict]:
@@ -724,8 +726,8 @@ def _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, 
         for fmt in ("full", "compact"):
             r = bench_case(ctx, timer, case, prims, fmt, tries, warm_s, try_ms)
             rows.append(asdict(r))
-            say(f"{r.case:<44} {fmt:>7}: morph {r.morph_us:9.1f} us, floor {r.floor_us:8.1f} us, fraction "
-                f"{r.roofline_fraction:4.2f} ({r.fraction_min:4.2f}-{r.fraction_max:4.2f}) | numpy x"
+            say(f"{r.case:<44} {fmt:>7} {r.kernel:>10}: morph {r.morph_us:9.1f} us, floor {r.floor_us:8.1f} us, "
+                f"fraction {r.roofline_fraction:4.2f} ({r.fraction_min:4.2f}-{r.fraction_max:4.2f}) | numpy x"
                 f"{r.speedup_vs_numpy:7.1f} | err {r.max_error:.1e} | {r.gpu_mib:7.1f} MiB (was "
                 f"{r.previous_mib:7.1f}) | build {r.build_s:5.2f} s")
             if bar is not None:
@@ -819,12 +821,12 @@ def markdown(report: dict) -> str:
 
 
 def _roofline_tables(report: dict) -> list[str]:
-    out = ["| case | format | deltas | morph us | floor us | fraction (min-max) | copy GB/s | numpy ms | speedup | "
-            "max err | GPU MiB | previous MiB | dense MiB | build s |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| case | format | kernel | deltas | morph us | floor us | fraction (min-max) | copy GB/s | numpy ms | "
+           "speedup | max err | GPU MiB | previous MiB | dense MiB | build s |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
-        out.append(f"| {r['case']} | {r['delta_format']} | {r['deltas']:,} | {r['morph_us']:.1f} | "
-                   f"{r['floor_us']:.1f} | {r['roofline_fraction']:.2f} ({r['fraction_min']:.2f}-"
+        out.append(f"| {r['case']} | {r['delta_format']} | {r.get('kernel', '')} | {r['deltas']:,} | "
+                   f"{r['morph_us']:.1f} | {r['floor_us']:.1f} | {r['roofline_fraction']:.2f} ({r['fraction_min']:.2f}-"
                    f"{r['fraction_max']:.2f}) | {r['copy_gbps']:.0f} | {r['numpy_ms']:.1f} | "
                    f"{r['speedup_vs_numpy']:.1f} | {r['max_error']:.1e} | {r['gpu_mib']:.1f} | "
                    f"{r['previous_mib']:.1f} | {r['dense_mib']:.1f} | {r['build_s']:.2f} |")
