@@ -593,7 +593,7 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
                             model: Model | None = None) -> dict:
     """Baking throughput, GPU vs numpy: frames x vertices per second for ``frames`` evenly spaced times of
     ``clip`` (default: the first clip). Returns a dict (``gpu_vps``, ``numpy_vps``, ``speedup``, ...); used by
-    ``vkmorph bench --bake`` and the tests."""
+    ``vkmorph bench`` (its bake line) and the tests."""
     own = model is None
     m = open(path) if own else model
     try:

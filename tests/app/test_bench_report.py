@@ -89,3 +89,18 @@ def test_only_slots_refuses_a_plot(tmp_path):
     args = argparse.Namespace(only="slots", plot=str(tmp_path / "x.png"), json=None, markdown=None)
     with pytest.raises(UsageError, match="--only slots"):
         check_outputs(args)
+
+
+@pytest.mark.gpu
+def test_bake_section_measures_gpu_against_numpy_and_renders():
+    """The bench's bake line (issue 17): RobotExpressive's first clip baked on the GPU and in numpy, both
+    timed, the GPU result within 1e-4 of numpy, rendered into the markdown report."""
+    from vkmorph.app.bench import bake_line, bake_throughput
+
+    b = bake_throughput(4)
+    assert b is not None and b["frames"] == 4 and b["vertices"] > 1000 and b["clip"]
+    assert b["gpu_vps"] > 0 and b["numpy_vps"] > 0 and b["speedup"] == pytest.approx(b["gpu_vps"] / b["numpy_vps"])
+    assert b["max_error"] < 1e-4
+    report = {"date": "d", "device": "dev", "driver": "1", "rows": [], "cpu_per_frame": [], "characters": [],
+              "bake": b}
+    assert bake_line(b) in markdown(report)

@@ -18,6 +18,8 @@ Method (this GPU changes speed under load; only same-window ratios mean anything
 Device ceilings: the grid-stride copy and vkCmdCopyBuffer over 256 MB buffers, after warm-up.
 Also per case: CPU build time of the runtime (layout + upload), GPU memory (and the previous CSR layout's, and
 dense storage's), the numpy reference's time and the largest error against it.
+Baking (issue 17): ``vkmorph.bake`` of RobotExpressive's first clip (morph + skinning on the GPU, frames batched
+per command buffer) against the numpy reference ``bake_numpy``, frames x vertices per second, and the error.
 CPU per frame: Python time of ``MorphRuntime.record`` (plus ``pose.set_flat`` when weights change) for N
 primitives, recorded without submitting.
 Output slots (issue 13; ``--only slots`` runs just this): per frame the morph (every weight changed) into slot
@@ -677,7 +679,7 @@ def run_bench(args) -> int:
     try_ms = 4.0 if discrete else 1.0
     counts = (1, 10, 100) if quick else (1, 10, 100, 1000, 10000)
     heads = 4 if quick else 256
-    bar = _progress(len(cases) * 2 + (1 if only else 5), quick and not sys.stderr.isatty())
+    bar = _progress(len(cases) * 2 + (1 if only else 6), quick and not sys.stderr.isatty())
     report: dict = {}
     try:
         timer = WindowTimer(ctx)
@@ -746,6 +748,28 @@ def _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, 
             f"-> {c['heads_per_16_6_ms']:,} per 16.6 ms frame")
     if bar is not None:
         bar.update(2)
+    bake = report["bake"] = bake_throughput(BAKE_FRAMES_QUICK if quick else BAKE_FRAMES)
+    say(bake_line(bake) if bake else "bake: RobotExpressive not found (set VKMORPH_ASSETS); skipped")
+    if bar is not None:
+        bar.update(1)
+
+
+BAKE_MODEL, BAKE_FRAMES, BAKE_FRAMES_QUICK = "RobotExpressive", 256, 16
+
+
+def bake_throughput(frames: int) -> dict | None:
+    """``vkmorph.bake`` (morph + skinning on the GPU, batched frames) against ``bake_numpy`` on RobotExpressive's
+    first clip in world space: frames x vertices per second (vkmorph.api.measure_bake_throughput)."""
+    from ..api import measure_bake_throughput
+
+    path = find_model(BAKE_MODEL)
+    return measure_bake_throughput(path, frames=frames) if path is not None else None
+
+
+def bake_line(b: dict) -> str:
+    return (f"bake ({Path(b['file']).name}, clip {b['clip']}, {b['space']} space, {b['frames']} frames x "
+            f"{b['vertices']:,} vertices): GPU {b['gpu_vps'] / 1e6:.2f} M frame-vertices/s, numpy "
+            f"{b['numpy_vps'] / 1e6:.2f} M/s, {b['speedup']:.1f}x, max error {b['max_error']:.1e}")
 
 
 def write_reports(report: dict, args) -> None:
@@ -807,6 +831,8 @@ def markdown(report: dict) -> str:
             out += [f"Device ceilings ({c['buffer_mb']} MB buffers): grid-stride uvec4 copy kernel "
                     f"{c['copy_kernel_gbps']:.0f} GB/s, vkCmdCopyBuffer {c['copy_buffer_gbps']:.0f} GB/s.", ""]
         out += _roofline_tables(report) + [""]
+    if report.get("bake"):
+        out += [f"Baking: {bake_line(report['bake'])}.", ""]
     s = report.get("slots")
     if s:
         n = s["frames_in_flight"]
