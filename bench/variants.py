@@ -63,11 +63,16 @@ def main():
     from vkmorph.gpu.context import Context
     from vkmorph.gpu.pipeline import ComputePipeline
     from vkmorph.morph.reference import morph_reference
+    from vkmorph.render import morph_batch
     from vkmorph.render.morph_pass import MorphRuntime
 
-    if args.vertex_layout:
-        from vkmorph.render import morph_batch
-        morph_batch.kernel_for = lambda ctx, fmt: morph_batch.CPU_SHADERS[fmt]
+    # the layout follows the kernel family: every variant of one run must belong to the family built here
+    family = CPU if args.vertex_layout else GPU
+    if any(VARIANTS[n][0] is not family for n in names):
+        sys.exit(f"variants {names}: all must be {'vertex' if args.vertex_layout else 'workgroup'} kernels "
+                 "(--vertex-layout selects the per-vertex family)")
+    table = morph_batch.CPU_SHADERS if args.vertex_layout else morph_batch.SHADERS
+    morph_batch.kernel_for = lambda ctx, fmt, *_: table[fmt]
     shaders.SPIRV_DIRS = (tmp,) + tuple(shaders.SPIRV_DIRS)
     shaders.load_spirv.cache_clear()
     ctx = Context.create()

@@ -161,17 +161,3 @@ def test_vertex_major_form_for_the_per_vertex_kernel():
                 np.testing.assert_allclose(got, want, atol=1e-6)
     assert seen == batch.delta_count
 
-
-def test_mean_block_fill_is_exact_when_every_chunk_is_sampled_and_close_when_sampled():
-    """Deltas per (chunk, target) block, against the layout's own counts (table rows, deltas)."""
-    from vkmorph.morph.gpu_data import layout_primitive, mean_block_fill
-
-    rng = np.random.default_rng(11)
-    for density in (0.02, 0.3, 1.0):
-        small = random_prim(rng, V=3000, T=5, density=density)
-        lp = layout_primitive(small)
-        assert mean_block_fill([small]) == pytest.approx(lp.delta_count / len(lp.table))
-    big = random_prim(rng, V=40_000, T=3, density=0.05)            # 157 chunks, 16 of them sampled
-    lp = layout_primitive(big)
-    assert mean_block_fill([big], sample_chunks=16) == pytest.approx(lp.delta_count / len(lp.table), rel=0.1)
-    assert mean_block_fill([random_prim(rng, V=10, T=0, density=0.5)]) == CHUNK    # nothing to gain: dense

@@ -202,33 +202,6 @@ CHUNK_RECORD = CHUNK_HEADER.itemsize // 4
 DELTA_A_WORDS = {"full": 8, "compact": 4}   # per delta, stream A (vec4-aligned)
 
 
-def mean_block_fill(prims, sample_chunks: int = 64) -> float:
-    """Mean number of deltas per (chunk, target) block over ``prims`` (0 .. CHUNK), from up to ``sample_chunks``
-    evenly spaced chunks per primitive (all of them for primitives up to that size, where it is exact): what
-    decides between the two kernels on a GPU (vkmorph.render.morph_batch.kernel_for). Cheap: a few thousand rows
-    per target, not the whole primitive. A batch without deltas reports CHUNK (dense: nothing to gain)."""
-    deltas = blocks = 0
-    for prim in {id(p): p for p in prims}.values():
-        V = prim.vertex_count
-        C = (V + CHUNK - 1) // CHUNK
-        if not C or not prim.morph_targets:
-            continue
-        picks = np.unique(np.linspace(0, C - 1, min(C, sample_chunks)).astype(np.int64))
-        rows = (picks[:, None] * CHUNK + np.arange(CHUNK)[None, :]).ravel()
-        rows = rows[rows < V]
-        for t in range(len(prim.morph_targets)):
-            bits = np.zeros(len(rows), np.uint32)
-            for d in _target_arrays(prim, t):
-                if d is not None:
-                    w = np.ascontiguousarray(d[rows], np.float32).view(np.uint32)
-                    bits |= w[:, 0] | w[:, 1] | w[:, 2]
-            hit = (bits << np.uint32(1)) != 0
-            per_chunk = np.bincount(rows[hit] // CHUNK, minlength=C)[picks]
-            deltas += int(per_chunk.sum())
-            blocks += int(np.count_nonzero(per_chunk))
-    return deltas / blocks if blocks else float(CHUNK)
-
-
 @dataclass
 class ChunkedPrimitive:
     """One primitive laid out for the chunked kernel with local indices (vertex 0, target 0, delta 1: row 0 of

@@ -32,7 +32,7 @@ from ..gpu.interface import MORPH, MORPH_COMPACT, MORPH_COMPACT_VERTEX, MORPH_VE
 from ..gpu.interface import MORPH_PUSH as PUSH
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
-from ..morph.gpu_data import DELTA_FORMATS, build_chunked_batch, mean_block_fill
+from ..morph.gpu_data import DELTA_FORMATS, build_chunked_batch
 from ..morph.state import SceneMorphPose
 
 if TYPE_CHECKING:
@@ -42,16 +42,13 @@ OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment
 UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
 MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
-# Kernel per delta format. GPUs with subgroup ballots: active blocks compacted per workgroup in shared memory,
-# unless the batch's (chunk, target) blocks are sparse; CPU devices (lavapipe) and GPUs without ballots: one
-# invocation per vertex adds the deltas its target bitmask and the frame's active-target bits select, no
-# barriers (measured on an H200 and lavapipe, see bench/ and glsl/morph_common.glsl).
-# On the H200 the per-vertex kernel won where blocks hold few deltas (500k x 52, 5 % random coverage, all active:
-# 0.56 / 0.66 of the floor, full / compact, against 0.34 / 0.34) and lost where they are full (clustered: 0.35 /
-# 0.38 against 0.44 / 0.42; 200 targets, 1 active: 0.27 / 0.28 against 0.29 / 0.31); at 25 % random coverage
-# (64 of 256) they tied (bench/variants-2026-11-30-h200-d.txt). Below SPARSE_BLOCK_FILL deltas per block the
-# batch takes the per-vertex layout and kernel on a GPU too.
-SPARSE_BLOCK_FILL = 32
+# Kernel per delta format. GPUs with subgroup ballots: active blocks compacted per workgroup in shared memory;
+# CPU devices (lavapipe) and GPUs without ballots: one invocation per vertex adds the deltas its target bitmask
+# and the frame's active-target bits select, no barriers (measured on an H200 and lavapipe, see bench/ and
+# glsl/morph_common.glsl). The per-vertex kernel on the H200 (bench/variants.py --vertex-layout) had a higher
+# same-window fraction where (chunk, target) blocks are sparse (5 % random, all active: 0.56 / 0.66 against 0.34),
+# but not a clearly lower time (113 vs 109 us full, 63 vs 74 us compact): the copy beside it ran slower. Not
+# chosen automatically until a same-window A/B of both kernels settles it (bench/variants-2026-11-30-h200-d.txt).
 SHADERS = {"full": MORPH, "compact": MORPH_COMPACT}
 CPU_SHADERS = {"full": MORPH_VERTEX, "compact": MORPH_COMPACT_VERTEX}
 
@@ -68,11 +65,9 @@ def subgroup_ballot_in_compute(ctx: Context) -> bool:
         sub.supportedOperations & vk.VK_SUBGROUP_FEATURE_BALLOT_BIT)
 
 
-def kernel_for(ctx: Context, delta_format: str, prims=None):
-    """The morph kernel (its interface) for ``prims`` on this device; the layout follows the kernel."""
+def kernel_for(ctx: Context, delta_format: str):
+    """The morph kernel (its interface) on this device; the layout follows the kernel."""
     workgroup = ctx.info.device_type != "cpu" and subgroup_ballot_in_compute(ctx)
-    if workgroup and prims is not None and mean_block_fill(prims) < SPARSE_BLOCK_FILL:
-        workgroup = False
     return (SHADERS if workgroup else CPU_SHADERS)[delta_format]
 
 
@@ -143,7 +138,7 @@ class MorphBatch:
             gather.append(node_slice.start + np.arange(inst.target_count))
             slot += inst.target_count
             out_bytes = _align(out_bytes + prim.vertices.nbytes)
-        self.kernel = kernel_for(ctx, self.delta_format, prims)
+        self.kernel = kernel_for(ctx, self.delta_format)
         lists = any(b.name == "vertex_records" for b in self.kernel.bindings)
         data = build_chunked_batch(prims, weight_offsets, out_vec4, self.pose.weight_range, self.delta_format,
                                    slot_count=slot, vertex_lists=lists)
