@@ -285,8 +285,11 @@ import os
 def mapped():
     paths = {line.split()[-1] for line in open("/proc/self/maps") if len(line.split()) == 6}
     return {p for p in paths if ".so" in os.path.basename(p) and not os.path.basename(p).startswith("libVkLayer")}
-from vkmorph.gpu.context import Context
 before = mapped()
+import vulkan as vk
+host = vk.vkCreateInstance(vk.VkInstanceCreateInfo(), None)     # a host used Vulkan before importing vkmorph
+from vkmorph.gpu.context import Context
+vk.vkDestroyInstance(host, None)
 c = Context.create(validation=False)
 driver = mapped() - before
 c.destroy()
@@ -302,8 +305,20 @@ for i in range(40):                       # NVIDIA's driver failed the 31st load
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/maps")
 def test_driver_stays_loaded_after_the_last_context_is_destroyed():
     """The loader dlclose-s the ICD when its last instance goes; NVIDIA's driver fails vkCreateInstance after ~30
-    such cycles in one process (vkmorph/gpu/driver_pin.py). A fresh interpreter: what the first Context mapped
-    (layers aside) is still mapped after it is destroyed, and 40 more create/destroy cycles work."""
+    such cycles in one process (vkmorph/gpu/driver_pin.py). A fresh interpreter where a host's own instance came
+    first: what the first Context mapped (layers aside) is still mapped after it is destroyed, and 40 more
+    create/destroy cycles work."""
     r = subprocess.run([sys.executable, "-c", _DRIVER_STAYS_LOADED], capture_output=True, text=True, cwd=ROOT,
                        env={**os.environ, "VKMORPH_VALIDATION": "0"}, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_maps_parsing_takes_any_path_bytes():
+    """Library paths in /proc/self/maps need not be UTF-8: parsed, not a crash at import."""
+    from vkmorph.gpu.driver_pin import parse_maps
+
+    data = (b"7f00-7f01 r-xp 00000000 08:01 1 /opt/caf\xe9/libx.so.1\n"
+            b"7f01-7f02 r--p 00000000 00:00 0 [heap]\n"
+            b"7f02-7f03 r--p 00000000 08:01 2 /usr/lib/data.bin\n")
+    paths = parse_maps(data)
+    assert len(paths) == 1 and os.fsencode(next(iter(paths))) == b"/opt/caf\xe9/libx.so.1"

@@ -443,6 +443,7 @@ class Context:
                                           pEnabledFeatures=features)
         self.device = call("vkCreateDevice", self.physical_device, device_ci, None)
         self._owns_device = True       # from here on destroy() destroys it, whatever fails next
+        driver_pin.pin_driver()        # what the driver loaded for the device too (driver_pin.py)
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family_index, 0)
 
     # ------------------------------------------------------------------ children & memory
