@@ -17,12 +17,13 @@ CHANNEL_TOL, MATCH_FRACTION, MEAN_TOL = 6, 0.995, 1.0
 # The references were rendered by lavapipe. Another implementation rasterizes edges and filters texels a little
 # differently (the spec allows it: subTexelPrecisionBits and mipmapPrecisionBits may be as low as 4, i.e. 1/16 of
 # an edge's contrast). Measured on an H200: 0.975-0.994 of pixels within 6/255 in place, mean diff <= 0.34, the
-# misses on silhouette edges and texel boundaries (a 20 -> 230 texture edge: up to 51/255 in a few pixels). There a
-# pixel also matches when a reference pixel in its 3x3 neighbourhood is within NEIGHBOUR_TOL (a sub-pixel shift at
-# the spec's minimum filtering precision), still for 0.995 of pixels; at least SAME_PIXEL_FLOOR must match in
-# place and the mean limit is unchanged, so a wrong shade over a region still fails (tests/render/
-# test_reference_compare.py).
-REFERENCE_DEVICE, SAME_PIXEL_FLOOR, NEIGHBOUR_TOL = "llvmpipe", 0.95, 16
+# misses on silhouette edges and texel boundaries (a 20 -> 230 texture edge: up to 51/255 in a few pixels). There,
+# and only where the reference has an edge (its 3x3 neighbourhood spans more than EDGE_CONTRAST in a channel), a
+# pixel also matches when a reference pixel of that neighbourhood is within NEIGHBOUR_TOL (a sub-pixel shift at
+# the spec's minimum filtering precision); still 0.995 of pixels must match, at least SAME_PIXEL_FLOOR in place,
+# and the mean limit is unchanged. Smooth regions keep the 6/255 rule: a wrong shade fails on every device
+# (tests/render/test_reference_compare.py). References are regenerated only on the reference device.
+REFERENCE_DEVICE, SAME_PIXEL_FLOOR, NEIGHBOUR_TOL, EDGE_CONTRAST = "llvmpipe", 0.97, 16, 32
 ORANGE = (230, 120, 30, 255)
 TRILINEAR = {"magFilter": 9729, "minFilter": 9987}
 
@@ -192,16 +193,21 @@ def obj_textured_cube(dir: Path, texture: str = "orange.png") -> Path:
     return path
 
 
+def _neighbourhoods(a: np.ndarray):
+    """The 9 shifted views of ``a`` (edge-padded) that make up each pixel's 3x3 neighbourhood."""
+    pad = np.pad(a, ((1, 1), (1, 1), (0, 0)), mode="edge")
+    h, w = a.shape[:2]
+    return [pad[dy:dy + h, dx:dx + w] for dy in range(3) for dx in range(3)]
+
+
 def _neighbourhood_match(img: np.ndarray, ref: np.ndarray) -> float:
-    """Fraction of pixels within NEIGHBOUR_TOL (every channel) of some reference pixel in their 3x3 neighbourhood."""
-    a = img.astype(np.int16)
-    pad = np.pad(ref.astype(np.int16), ((1, 1), (1, 1), (0, 0)), mode="edge")
-    h, w = img.shape[:2]
-    ok = np.zeros((h, w), bool)
-    for dy in range(3):
-        for dx in range(3):
-            ok |= np.abs(a - pad[dy:dy + h, dx:dx + w]).max(axis=2) <= NEIGHBOUR_TOL
-    return float(ok.mean())
+    """Fraction of pixels within CHANNEL_TOL in place, or, where the reference has an edge, within NEIGHBOUR_TOL
+    (every channel) of some reference pixel in their 3x3 neighbourhood."""
+    a, views = img.astype(np.int16), _neighbourhoods(ref.astype(np.int16))
+    edge = (np.max(views, axis=0) - np.min(views, axis=0)).max(axis=2) > EDGE_CONTRAST
+    near = np.min([np.abs(a - v).max(axis=2) for v in views], axis=0) <= NEIGHBOUR_TOL
+    in_place = np.abs(a - ref.astype(np.int16)).max(axis=2) <= CHANNEL_TOL
+    return float((in_place | (edge & near)).mean())
 
 
 def compare_reference(name: str, img: np.ndarray, device: str = REFERENCE_DEVICE) -> str | None:
@@ -209,6 +215,8 @@ def compare_reference(name: str, img: np.ndarray, device: str = REFERENCE_DEVICE
     ``device``: the name of the device that rendered ``img`` (see REFERENCE_DEVICE)."""
     ref_path = REF / f"{name}.png"
     if os.environ.get("VKMORPH_UPDATE_REFERENCES") == "1":
+        if REFERENCE_DEVICE not in device:
+            return f"{name}: references are regenerated on {REFERENCE_DEVICE} only, not on {device}"
         Image.fromarray(img, "RGBA").save(ref_path)
         return None
     if not ref_path.exists():
@@ -217,14 +225,14 @@ def compare_reference(name: str, img: np.ndarray, device: str = REFERENCE_DEVICE
     diff = np.abs(img.astype(np.int16) - ref.astype(np.int16))
     match = (diff.max(axis=2) <= CHANNEL_TOL).mean()
     mean = diff.mean()
-    tol, how = CHANNEL_TOL, "in place"
+    how = "in place"
     if match < MATCH_FRACTION and REFERENCE_DEVICE not in device and match >= SAME_PIXEL_FLOOR:
         match = _neighbourhood_match(img, ref)
-        tol, how = NEIGHBOUR_TOL, f"of a reference pixel in their 3x3 neighbourhood ({device})"
+        how = f"in place, or within {NEIGHBOUR_TOL}/255 of a 3x3 neighbour at reference edges ({device})"
     if match < MATCH_FRACTION or mean > MEAN_TOL:
         ARTIFACTS.mkdir(exist_ok=True)
         Image.fromarray(img, "RGBA").save(ARTIFACTS / f"{name}.png")
         Image.fromarray(np.clip(diff[..., :3] * 8, 0, 255).astype(np.uint8), "RGB").save(ARTIFACTS / f"{name}-diff.png")
-        return (f"{name}: {match:.4f} of pixels within {tol}/255 {how} (need {MATCH_FRACTION}), mean diff "
+        return (f"{name}: {match:.4f} of pixels within {CHANNEL_TOL}/255 {how} (need {MATCH_FRACTION}), mean diff "
                 f"{mean:.3f} (max {MEAN_TOL}); see {ARTIFACTS}")
     return None

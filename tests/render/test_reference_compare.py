@@ -56,3 +56,21 @@ def test_many_misses_are_not_excused_by_the_neighbourhood(reference, tmp_path):
     Image.fromarray(low, "RGBA").save(tmp_path / "low.png")
     problem = scenes.compare_reference("low", _shift_edges(low, every=1), "NVIDIA H200")
     assert problem is not None and "in place" in problem
+
+
+def test_wrong_shade_in_a_smooth_region_fails_on_every_device(tmp_path, monkeypatch):
+    """No edges, no neighbourhood excuse: +14/255 over 4.5 % of a smooth gradient fails on another GPU too."""
+    monkeypatch.setattr(scenes, "REF", tmp_path)
+    monkeypatch.setattr(scenes, "ARTIFACTS", tmp_path / "artifacts")
+    grad = np.full((64, 64, 4), 255, np.uint8)
+    grad[..., :3] = (np.arange(64, dtype=np.uint8) * 2 + 40)[None, :, None]
+    Image.fromarray(grad, "RGBA").save(tmp_path / "grad.png")
+    wrong = grad.copy()
+    wrong[:3, :, :3] += 14                                                      # 3 of 64 rows
+    for device in ("llvmpipe (LLVM 15.0.6, 256 bits)", "NVIDIA H200"):
+        assert scenes.compare_reference("grad", wrong, device) is not None
+
+
+def test_references_are_regenerated_on_the_reference_device_only(reference, monkeypatch):
+    monkeypatch.setenv("VKMORPH_UPDATE_REFERENCES", "1")
+    assert "regenerated on llvmpipe only" in scenes.compare_reference("checker", reference, "NVIDIA H200")
