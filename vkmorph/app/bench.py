@@ -18,8 +18,8 @@ Method (this GPU changes speed under load; only same-window ratios mean anything
 Device ceilings: the grid-stride copy and vkCmdCopyBuffer over 256 MB buffers, after warm-up.
 Also per case: CPU build time of the runtime (layout + upload), GPU memory (and the previous CSR layout's, and
 dense storage's), the numpy reference's time and the largest error against it.
-Baking (issue 17): ``vkmorph.bake`` of RobotExpressive's first clip (morph + skinning on the GPU, frames batched
-per command buffer) against the numpy reference ``bake_numpy``, frames x vertices per second, and the error.
+Baking (issue 17): ``vkmorph.api.Model.bake`` of RobotExpressive's first clip (morph + skinning on the GPU,
+frames batched per command buffer) against the numpy reference ``bake_numpy``: frames x vertices per second, error.
 CPU per frame: Python time of ``MorphRuntime.record`` (plus ``pose.set_flat`` when weights change) for N
 primitives, recorded without submitting.
 Output slots (issue 13; ``--only slots`` runs just this): per frame the morph (every weight changed) into slot
@@ -758,8 +758,8 @@ BAKE_MODEL, BAKE_FRAMES, BAKE_FRAMES_QUICK = "RobotExpressive", 256, 16
 
 
 def bake_throughput(frames: int) -> dict | None:
-    """``vkmorph.bake`` (morph + skinning on the GPU, batched frames) against ``bake_numpy`` on RobotExpressive's
-    first clip in world space: frames x vertices per second (vkmorph.api.measure_bake_throughput)."""
+    """``vkmorph.api.Model.bake`` (morph + skinning on the GPU, batched frames) against ``bake_numpy`` on
+    RobotExpressive's first clip in world space: frames x vertices per second (vkmorph.api.measure_bake_throughput)."""
     from ..api import measure_bake_throughput
 
     path = find_model(BAKE_MODEL)

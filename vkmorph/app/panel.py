@@ -39,6 +39,18 @@ def panel_targets(scene, morph_nodes) -> list[PanelTarget]:
     return list(out.values())
 
 
+def display_metrics(window_size, framebuffer_size) -> tuple[tuple[float, float], tuple[float, float]]:
+    """ImGui's display size (window units) and framebuffer scale. A window that is gone or minimized answers
+    (0, 0) while the framebuffer size of the frame is still known: the scale is 1 then, not framebuffer / 1
+    (which made ImGui rasterize its fonts ~1000x too large and abort "Out of texture memory" when the X
+    server killed the window mid-frame). The scale is kept within 1/8 .. 8."""
+    fw, fh = (float(max(v, 1)) for v in framebuffer_size)
+    ww, wh = (float(v) for v in window_size)
+    if ww <= 0 or wh <= 0:
+        ww, wh = fw, fh
+    return (ww, wh), (min(max(fw / ww, 0.125), 8.0), min(max(fh / wh, 0.125), 8.0))
+
+
 class DemoPanel:
     def __init__(self, scene, driver, pose, ctx, color_format: int, frames_in_flight: int):
         from imgui_bundle import imgui
@@ -75,9 +87,9 @@ class DemoPanel:
         """Lay the panel out; returns the draw data. ``heat``: {"on": bool, "joint": int} (updated in place)."""
         imgui = self.imgui
         io = imgui.get_io()
-        io.display_size = imgui.ImVec2(float(max(window_size[0], 1)), float(max(window_size[1], 1)))
-        io.display_framebuffer_scale = imgui.ImVec2(framebuffer_size[0] / max(window_size[0], 1),
-                                                     framebuffer_size[1] / max(window_size[1], 1))
+        (dw, dh), (sx, sy) = display_metrics(window_size, framebuffer_size)
+        io.display_size = imgui.ImVec2(dw, dh)
+        io.display_framebuffer_scale = imgui.ImVec2(sx, sy)
         io.delta_time = max(dt, 1e-4)
         imgui.new_frame()
         if self.visible:
