@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy",
                        description="Same-window roofline of the morph pass (floor bytes = V x (48 + 36) + active "
                                    "deltas x 40 at the copy bandwidth). A full run takes about 3 minutes on an H200 "
-                                   "and 3-5 minutes on lavapipe (2 cores); --quick under a minute.")
+                                   "and 3-6 minutes on lavapipe (2 cores); --quick under a minute.")
     p.add_argument("--quick", action="store_true", help="small sizes only (a minute on lavapipe)")
     p.add_argument("--only", choices=["slots"], help="run one section: slots = morph + draw per frame with 1 vs 3 "
                                                      "output slots (issue 13; ~30 s on an H200)")
