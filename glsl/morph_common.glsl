@@ -75,7 +75,7 @@ void main() {
             uint j = uint(findLSB(hits));
             hits &= hits - 1u;
             uint s = s0 + j;
-            accumulate1(d + bitCount(present & ((1u << j) - 1u)), activeWeight(s, weights[s]), p, n, t);
+            accumulate1(d + bitCount(present & ((1u << j) - 1u)), SLOT_WEIGHT(s), p, n, t);
         }
         d += bitCount(present);
     }
@@ -99,7 +99,7 @@ void main() {
             uint below = (lo ? m0 : m1) & ((1u << j) - 1u);
             uint s = s0 + (lo ? j : 32u + j);
             if (lo) h0 &= h0 - 1u; else h1 &= h1 - 1u;
-            accumulate1((lo ? d : d1) + bitCount(below), activeWeight(s, weights[s]), p, n, t);
+            accumulate1((lo ? d : d1) + bitCount(below), SLOT_WEIGHT(s), p, n, t);
         }
         d = d1 + bitCount(m1);
     }

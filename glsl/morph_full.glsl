@@ -3,6 +3,7 @@
 
 
 float activeWeight(uint slot, float w) { return w; }
+#define SLOT_WEIGHT(s) weights[s]
 
 void accumulate1(uint d, float w, inout vec3 p, inout vec3 n, inout vec3 t) {
     vec4 a = deltaA[2u * d], c = deltaA[2u * d + 1u];

@@ -4,7 +4,13 @@
 #define WEIGHT vec4
 
 
+#ifdef SCALED_WEIGHTS
+// per-vertex kernel: the frame's weights arrive multiplied by the scales (vec4 per slot, see morph_batch.py)
+#define SLOT_WEIGHT(s) weights[s]
+#else
 vec4 activeWeight(uint slot, float w) { return w * scales[slot]; }
+#define SLOT_WEIGHT(s) activeWeight(s, weights[s])
+#endif
 
 void add1(uint d, vec4 w, inout vec3 p, inout vec3 n, inout vec3 t, uvec4 a, uint z) {
     vec2 pxy = unpackSnorm2x16(a.x), pzn = unpackSnorm2x16(a.y), nyz = unpackSnorm2x16(a.z);

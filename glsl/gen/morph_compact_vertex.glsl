@@ -21,12 +21,11 @@ struct Chunk {  // 32 bytes, numpy vkmorph.morph.gpu_data.CHUNK_HEADER
 layout(std430, set = 0, binding = 0) readonly buffer Chunks { Chunk chunks[]; };
 layout(std430, set = 0, binding = 1) readonly buffer VertexRecords { uint vertexRecords[]; };
 layout(std430, set = 0, binding = 2) readonly buffer ActiveBits { uint activeBits[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Weights { float weights[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Weights { vec4 weights[]; };
 layout(std430, set = 0, binding = 6) readonly buffer Base { vec4 base[]; };
 layout(std430, set = 0, binding = 7) writeonly buffer Output { vec4 outVec4[]; };
 layout(std430, set = 0, binding = 4) readonly buffer DeltaA { uvec4 deltaA[]; };
 layout(std430, set = 0, binding = 5) readonly buffer DeltaB { uint deltaB[]; };
-layout(std430, set = 0, binding = 8) readonly buffer Scales { vec4 scales[]; };
 
 layout(push_constant) uniform Push {
     uint firstChunk;        // chunk of workgroup 0 of this dispatch

@@ -261,13 +261,17 @@ def _morph(name: str, shader: str, compact: bool, vertex_lists: bool) -> ShaderI
              Binding("deltas_tz", 5, STORAGE, c, "float", "readonly", member="deltaB", block="DeltaB"))
     blocks = (Binding("table", 1, STORAGE, c, BLOCK_STRUCT, "readonly"),
               Binding("masks", 2, STORAGE, c, "uvec4", "readonly"))       # 2 per block: 256 vertex bits
+    weights = Binding("weights", 3, STORAGE, c, "float", "readonly")
     if vertex_lists:   # the CPU-device kernel: vertex-major deltas; per vertex its first delta + target bitmask
         blocks = (Binding("vertex_records", 1, STORAGE, c, "uint", "readonly"),
                   Binding("active_bits", 2, STORAGE, c, "uint", "readonly"))   # bit s: weight slot s non-zero
+        if compact:    # weight x (position, normal, tangent scale, 1) per slot, multiplied on the CPU per frame
+            weights = Binding("weights", 3, STORAGE, c, "vec4", "readonly")
+            delta = delta[:2]
     return ShaderInterface(
         name, (shader,), f"chunked morph pass ({'snorm16' if compact else 'full'} deltas)",
         bindings=(Binding("chunks", 0, STORAGE, c, CHUNK_STRUCT, "readonly"),) + blocks + (
-                  Binding("weights", 3, STORAGE, c, "float", "readonly"),
+                  weights,
                   Binding("base", 6, STORAGE, c, "vec4", "readonly"),         # 3 per vertex: its first 48 bytes
                   Binding("output", 7, STORAGE, c, "vec4", "writeonly", member="outVec4")) + delta,
         push=PushConstants(Struct("Push", MORPH_PUSH, notes=(

@@ -159,12 +159,18 @@ class MorphBatch:
             arrays["vertex_records"] = data.vertex_records
         else:
             arrays["table"], arrays["masks"] = data.table, data.masks
-        if self.delta_format == "compact":
+        # compact per-vertex kernel: per slot weight x (position, normal, tangent scale, 1), multiplied here per
+        # frame (S x 4 floats) instead of per delta and lane in the shader, where that gather and multiply cost
+        # ~15 % of the pass with every target active on lavapipe (bench/2026-11-30-lavapipe-vs-previous.txt)
+        self.scales = data.scales[:max(1, slot)] if lists and self.delta_format == "compact" else None
+        self.weight_words = 4 if self.scales is not None else 1
+        self.gpu_scaled = np.zeros((max(1, slot), 4), np.float32) if self.scales is not None else None
+        if self.delta_format == "compact" and self.scales is None:
             arrays["scales"] = data.scales
         for name, arr in arrays.items():
             buffers[name] = self._own(M.device_buffer(ctx, arr, M.STORAGE, name=f"morph {name}"))
-        self.weights = buffers["weights"] = self._own(M.device_buffer(ctx, None, M.STORAGE, size=4 * max(1, slot),
-                                                                      name="morph weights"))
+        self.weights = buffers["weights"] = self._own(M.device_buffer(
+            ctx, None, M.STORAGE, size=4 * self.weight_words * max(1, slot), name="morph weights"))
         self.slot_stride = out_bytes     # output slot k (frames in flight) starts at k * slot_stride
         self.output = self._own(M.device_buffer(ctx, np.tile(staging, self.slots), M.STORAGE | M.VERTEX,
                                                 name="morph output vertices"))
@@ -195,8 +201,15 @@ class MorphBatch:
             self.active_bits.view(np.uint8)[:len(bits)] = bits
         ranges = [(self._slots[i].weight_offset, self._slots[i].target_count) for i in dirty] \
             if len(dirty) <= FEW_DIRTY else [(0, len(self.gpu_weights))]
-        n = sum(self._update(cb, self.weights, first, self.gpu_weights[first:first + count])
-                for first, count in ranges)
+        if self.gpu_scaled is not None:
+            for first, count in ranges:
+                np.multiply(self.gpu_weights[first:first + count, None], self.scales[first:first + count],
+                            out=self.gpu_scaled[first:first + count])
+            n = sum(self._update(cb, self.weights, 4 * first, self.gpu_scaled[first:first + count].reshape(-1))
+                    for first, count in ranges)
+        else:
+            n = sum(self._update(cb, self.weights, first, self.gpu_weights[first:first + count])
+                    for first, count in ranges)
         if len(self.active_bits):    # the words covering those slots; neighbours may share one: each word once
             words = sorted((f // 32, (f + c - 1) // 32 + 1) for f, c in ranges if c)
             merged: list[list[int]] = []
