@@ -70,6 +70,14 @@ def _kill_if_running(proc) -> None:
         proc.wait()
 
 
+def _exited_cleanly(proc, reader) -> str:
+    """After the demo has exited (or was killed): its stdout reader joined; its stderr, asserting exit status 0."""
+    reader.join(5)
+    err = proc.stderr.read()
+    assert proc.returncode == 0, err
+    return err
+
+
 def test_demo_window_keys_resize_and_screenshot(xvfb, tmp_path):
     shot = tmp_path / "demo.png"
     proc, lines, reader = _start_demo(xvfb, "--screenshot", shot)
@@ -95,9 +103,7 @@ def test_demo_window_keys_resize_and_screenshot(xvfb, tmp_path):
         proc.wait(120)
     finally:
         _kill_if_running(proc)
-    reader.join(5)
-    err = proc.stderr.read()
-    assert proc.returncode == 0, err
+    _exited_cleanly(proc, reader)
     from PIL import Image
 
     img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
@@ -121,9 +127,7 @@ def test_demo_exits_cleanly_when_the_display_goes_away(xvfb, how):
         proc.wait(60)
     finally:
         _kill_if_running(proc)
-    reader.join(5)
-    err = proc.stderr.read().strip().splitlines()
-    assert proc.returncode == 0, err
+    err = _exited_cleanly(proc, reader).strip().splitlines()
     assert len(err) == 1 and "GPU resources released" in err[0], err
 
 
@@ -151,9 +155,7 @@ def test_panel_slider_drives_every_node_with_that_target(xvfb, tmp_path):
         proc.wait(120)
     finally:
         _kill_if_running(proc)
-    reader.join(5)
-    err = proc.stderr.read()
-    assert proc.returncode == 0, err
+    _exited_cleanly(proc, reader)
     weights = {m[1]: [float(x) for x in m[2].split(",")]
                for m in (re.match(r"^(\S+): \[(.*)\]$", s) for s in lines) if m}
     assert len(weights) == 2, lines[-10:]
@@ -181,9 +183,7 @@ def _run_demo(display, tmp_path, keys_then, *extra):
         proc.wait(120)
     finally:
         _kill_if_running(proc)
-    reader.join(5)
-    err = proc.stderr.read()
-    assert proc.returncode == 0, err
+    err = _exited_cleanly(proc, reader)
     return lines, err, shot
 
 

@@ -194,13 +194,13 @@ class MorphBatch:
 
     # ------------------------------------------------------------------ per frame
     def record_uploads(self, cb, dirty: Sequence[int]) -> int:
-        """Gather the pose's weights and record their upload for the ``dirty`` primitives; returns bytes."""
-        np.take(self.pose.flat, self._gather, out=self.gpu_weights)
-        if len(self.active_bits):
-            bits = np.packbits(self.gpu_weights != 0, bitorder="little")
-            self.active_bits.view(np.uint8)[:len(bits)] = bits
+        """Gather the pose's weights and record their upload for the ``dirty`` primitives; returns bytes. Python
+        work is per changed slot (and the active-bit words covering them), not per slot of the batch."""
+        S = len(self.gpu_weights)
         ranges = [(self._slots[i].weight_offset, self._slots[i].target_count) for i in dirty] \
-            if len(dirty) <= FEW_DIRTY else [(0, len(self.gpu_weights))]
+            if len(dirty) <= FEW_DIRTY else [(0, S)]
+        for first, count in ranges:
+            self._gather_slots(first, first + count)
         if self.gpu_scaled is not None:
             for first, count in ranges:
                 np.multiply(self.gpu_weights[first:first + count, None], self.scales[first:first + count],
@@ -218,8 +218,17 @@ class MorphBatch:
                     merged[-1][1] = max(merged[-1][1], w1)
                 else:
                     merged.append([w0, w1])
+            for w0, w1 in merged:    # a word's other slots (a neighbour's) are gathered too: its bits are current
+                lo, hi = 32 * w0, min(32 * w1, S)
+                self._gather_slots(lo, hi)
+                bits = np.packbits(self.gpu_weights[lo:hi] != 0, bitorder="little")
+                self.active_bits.view(np.uint8)[4 * w0:4 * w0 + len(bits)] = bits
             n += sum(self._update(cb, self.active, w0, self.active_bits[w0:w1]) for w0, w1 in merged)
         return n
+
+    def _gather_slots(self, lo: int, hi: int) -> None:
+        """GPU weight slots lo..hi from the pose (its flat weights through this batch's slot map)."""
+        np.take(self.pose.flat, self._gather[lo:hi], out=self.gpu_weights[lo:hi])
 
     def record_dispatches(self, cb, dirty: Sequence[int], slot: int = 0) -> int:
         """Record the morph of the ``dirty`` primitives into output ``slot`` (their chunks when few, else every
