@@ -27,14 +27,20 @@ vec3 normalizeOr(vec3 v, vec3 fallback) {
     return len2 > NORMALIZE_EPSILON ? v * inversesqrt(len2) : fallback;
 }
 
-// base + sums; normal renormalized; tangent re-orthogonalized against it (Gram-Schmidt, base tangent when
-// degenerate, w kept); the vertex's first 48 bytes written as three whole vec4 stores (texcoord rewritten as is).
-void writeVertex(uint o, vec4 b0, vec4 b1, vec4 b2, vec3 p, vec3 n, vec3 t) {
-    vec3 bn = vec3(b0.w, b1.xy), bt = vec3(b1.zw, b2.x);
-    vec3 nn = normalizeOr(bn + n, bn);
-    vec3 tt = bt + t;
+// Base normal bn + sum n renormalized (bn when degenerate); base tangent bt + sum t re-orthogonalized against
+// it (Gram-Schmidt, bt when degenerate). Both kernels' vertex writes use it.
+void renormalize(vec3 bn, vec3 bt, vec3 n, vec3 t, out vec3 nn, out vec3 tt) {
+    nn = normalizeOr(bn + n, bn);
+    tt = bt + t;
     tt -= nn * dot(nn, tt);
     tt = normalizeOr(tt, bt);
+}
+
+// base + sums, renormalized (tangent w kept); the vertex's first 48 bytes written as three whole vec4 stores
+// (texcoord rewritten as is).
+void writeVertex(uint o, vec4 b0, vec4 b1, vec4 b2, vec3 p, vec3 n, vec3 t) {
+    vec3 nn, tt;
+    renormalize(vec3(b0.w, b1.xy), vec3(b1.zw, b2.x), n, t, nn, tt);
     outVec4[o] = vec4(b0.xyz + p, nn.x);
     outVec4[o + 1u] = vec4(nn.yz, tt.xy);
     outVec4[o + 2u] = vec4(tt.z, b2.yzw);
@@ -109,11 +115,8 @@ void main() {
     uint o = h.outVec4 + lane * h.strideVec4;
     vec4 b0 = base[3u * v], b1 = base[3u * v + 1u];
     float b2x = base[3u * v + 2u].x;
-    vec3 bn = vec3(b0.w, b1.xy), bt = vec3(b1.zw, b2x);
-    vec3 nn = normalizeOr(bn + n, bn);
-    vec3 tt = bt + t;
-    tt -= nn * dot(nn, tt);
-    tt = normalizeOr(tt, bt);
+    vec3 nn, tt;
+    renormalize(vec3(b0.w, b1.xy), vec3(b1.zw, b2x), n, t, nn, tt);
     outVec4[o] = vec4(b0.xyz + p, nn.x);
     outVec4[o + 1u] = vec4(nn.yz, tt.xy);
     outVec4[o + 2u].x = tt.z;
