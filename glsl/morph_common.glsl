@@ -47,8 +47,10 @@ void writeVertex(uint o, vec4 b0, vec4 b1, vec4 b2, vec3 p, vec3 n, vec3 t) {
 }
 
 #ifdef VERTEX_LISTS
-// CPU devices (lavapipe runs a workgroup as SIMD batches of invocations and loads per lane; barriers, shared
-// memory and per-block work for every lane are what cost there; measured: a uniform walk of the block table was
+// CPU devices and GPU batches with sparse blocks (mean block fill < 0.3, render/morph_batch.py: on a GPU the
+// workgroup kernel's per-thread work grows with the chunk's active blocks). On CPU devices lavapipe runs a
+// workgroup as SIMD batches of invocations and loads per lane; barriers, shared memory and per-block work for
+// every lane are what cost there (measured: a uniform walk of the block table was
 // up to 15x slower than this on sparse random targets): each invocation morphs its own vertex from its deltas,
 // stored vertex-major (contiguous for the CPU's caches) in target order. Its record holds its first delta and a
 // bitmask of the targets it has a delta for; ANDed with the frame's active-target bits (uploaded with the

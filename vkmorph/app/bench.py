@@ -83,6 +83,7 @@ class Row:
     dense_mib: float
     build_s: float
     kernel: str = ""          # "workgroup" or "per-vertex" (vkmorph.render.morph_batch.kernel_for)
+    block_fill: float = 1.0   # the batch's mean (chunk, target) block fill, which picks the kernel on a GPU
 
 
 # ------------------------------------------------------------------------------------------------ synthetic data
@@ -339,6 +340,7 @@ def bench_case(ctx, timer, case: Case, prims: list, fmt: str, tries: int, warm_s
         dense = sum(pr.vertex_count * (48 + len(pr.morph_targets) * 24 + pr.vertices.dtype.itemsize) for pr in prims)
         D = rt.total_deltas
         kernel = "per-vertex" if any(b.name == "vertex_records" for b in rt.batch.kernel.bindings) else "workgroup"
+        fill = rt.batch.block_fill
     finally:
         if cp is not None:
             cp.destroy()
@@ -349,7 +351,7 @@ def bench_case(ctx, timer, case: Case, prims: list, fmt: str, tries: int, warm_s
     return Row(name, V, case.targets, case.coverage, case.active, case.pattern, fmt, D, active_deltas,
                floor_bytes / 1e6, morph_us, floor_us, float(np.median(fr)), float(min(fr)), float(max(fr)),
                copy_gbps, frames, np_ms, np_ms / (morph_us * 1e-3), err, gpu_b / 2**20, prev / 2**20,
-               dense / 2**20, build_s, kernel)
+               dense / 2**20, build_s, kernel, fill)
 
 
 def cpu_frame_costs(ctx, counts=(1, 10, 100, 1000, 10000), repeats: int = 30) -> list[dict]:
@@ -847,11 +849,12 @@ def markdown(report: dict) -> str:
 
 
 def _roofline_tables(report: dict) -> list[str]:
-    out = ["| case | format | kernel | deltas | morph us | floor us | fraction (min-max) | copy GB/s | numpy ms | "
-           "speedup | max err | GPU MiB | previous MiB | dense MiB | build s |",
+    out = ["| case | format | kernel (block fill) | deltas | morph us | floor us | fraction (min-max) | copy GB/s | "
+           "numpy ms | speedup | max err | GPU MiB | previous MiB | dense MiB | build s |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
-        out.append(f"| {r['case']} | {r['delta_format']} | {r.get('kernel', '')} | {r['deltas']:,} | "
+        out.append(f"| {r['case']} | {r['delta_format']} | {r.get('kernel', '')} ({r.get('block_fill', 1.0):.2f}) | "
+                   f"{r['deltas']:,} | "
                    f"{r['morph_us']:.1f} | {r['floor_us']:.1f} | {r['roofline_fraction']:.2f} ({r['fraction_min']:.2f}-"
                    f"{r['fraction_max']:.2f}) | {r['copy_gbps']:.0f} | {r['numpy_ms']:.1f} | "
                    f"{r['speedup_vs_numpy']:.1f} | {r['max_error']:.1e} | {r['gpu_mib']:.1f} | "

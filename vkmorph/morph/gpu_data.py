@@ -177,8 +177,10 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
 #   (deterministic order: table order; the block masks are loaded with the weights, one memory round trip less),
 #   and each thread finds its own delta in a block by a popcount of the mask bits below it. Loads of up to four
 #   deltas are issued back to back (branch-free, a miss reads the zero delta at index 0). No atomics: the
-#   summation order is fixed and results repeat. Devices without subgroup ballots, and CPU devices (lavapipe,
-#   where barriers, shared memory and work per (block x lane) are what cost), use a per-vertex kernel over the
+#   summation order is fixed and results repeat. Devices without subgroup ballots, CPU devices (lavapipe,
+#   where barriers, shared memory and work per (block x lane) are what cost), and GPU batches whose blocks are
+#   sparse (mean block fill < 0.3, see render/morph_batch.py: the workgroup kernel's per-thread work grows with
+#   the active blocks of its chunk, whether or not they move its vertex) use a per-vertex kernel over the
 #   same deltas stored vertex-major with a record per vertex (first delta, target bitmask) built only for it;
 #   per frame the mask is ANDed with the active-target bits, so inactive targets cost nothing per vertex (a
 #   uniform walk of the block table was up to 15x slower there on sparse random targets; a (delta, slot) list
@@ -250,8 +252,42 @@ def _vertex_records(V: int, nz: list, target_first: np.ndarray) -> tuple[np.ndar
     return order, records
 
 
+@dataclass
+class PrimitiveScan:
+    """The non-zero vertices of each target of one primitive (what every layout starts from) and its blocks."""
+
+    nonzero: list             # per target: sorted vertex indices with a non-zero delta
+    deltas: int
+    blocks: int               # (chunk, target) pairs with at least one delta
+
+    @property
+    def block_fill(self) -> float:
+        """Mean fraction of a block's CHUNK vertices that it moves (1.0 when there are no deltas)."""
+        return self.deltas / (self.blocks * CHUNK) if self.blocks else 1.0
+
+
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)))   # numpy releases the GIL
+
+
+def scan_primitive(prim: MeshPrimitiveAsset) -> PrimitiveScan:
+    with _pool() as pool:
+        nz = list(pool.map(lambda t: nonzero_vertices(prim, t), range(len(prim.morph_targets))))
+    blocks = sum(int(np.count_nonzero(np.diff(v // CHUNK))) + 1 for v in nz if len(v))
+    return PrimitiveScan(nz, sum(len(v) for v in nz), blocks)
+
+
+def batch_block_fill(prims, scans: dict) -> float:
+    """Mean block fill over the instances of a batch (``scans``: id(prim) -> PrimitiveScan): the statistic the
+    kernel choice reads (vkmorph/render/morph_batch.py VERTEX_KERNEL_BELOW_FILL)."""
+    deltas = sum(scans[id(p)].deltas for p in prims)
+    blocks = sum(scans[id(p)].blocks for p in prims)
+    return deltas / (blocks * CHUNK) if blocks else 1.0
+
+
 def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
-                     weight_range: tuple[float, float] = (0.0, 1.0), vertex_lists: bool = False) -> ChunkedPrimitive:
+                     weight_range: tuple[float, float] = (0.0, 1.0), vertex_lists: bool = False,
+                     scan: PrimitiveScan | None = None) -> ChunkedPrimitive:
     """Chunked layout of one primitive, vectorized per target (no loop over vertices).
 
     The block TABLE is chunk-major (what a workgroup walks); the DELTAS are stored target-major, vertex order
@@ -263,8 +299,8 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
     compact = delta_format == "compact"
     V, T = prim.vertex_count, len(prim.morph_targets)
     C = (V + CHUNK - 1) // CHUNK
-    pool = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)))   # numpy releases the GIL
-    nz = list(pool.map(lambda t: nonzero_vertices(prim, t), range(T)))
+    nz = (scan or scan_primitive(prim)).nonzero
+    pool = _pool()
     counts = np.zeros((C, T), np.int64)
     for t, v in enumerate(nz):
         counts[:, t] = np.bincount(v // CHUNK, minlength=C)
@@ -397,16 +433,28 @@ class ChunkedBatch:
         return len(self.delta_a) - 1
 
 
+def scan_batch(prims) -> dict:
+    """id(prim) -> PrimitiveScan for each distinct primitive of ``prims`` (instances share one scan)."""
+    scans: dict[int, PrimitiveScan] = {}
+    for p in prims:
+        if id(p) not in scans:
+            scans[id(p)] = scan_primitive(p)
+    return scans
+
+
 def build_chunked_batch(prims, weight_offsets, out_vec4, weight_range=(0.0, 1.0), delta_format="full",
-                        slot_count: int | None = None, vertex_lists: bool = False) -> ChunkedBatch:
+                        slot_count: int | None = None, vertex_lists: bool = False,
+                        scans: dict | None = None) -> ChunkedBatch:
     """Lay out ``prims`` (validated primitives with targets; the same object may repeat: instances share one
     layout) for the chunked kernel. ``weight_offsets[i]``: weight slot of target 0 of prims[i];
-    ``out_vec4[i]``: vec4 index of its vertex 0 in the output buffer (stride = vertex size / 16)."""
+    ``out_vec4[i]``: vec4 index of its vertex 0 in the output buffer (stride = vertex size / 16); ``scans``:
+    ``scan_batch(prims)`` when the caller already has it."""
+    scans = scans if scans is not None else scan_batch(prims)
     cache: dict[int, ChunkedPrimitive] = {}
     locs = []
     for p in prims:
         if id(p) not in cache:
-            cache[id(p)] = layout_primitive(p, delta_format, weight_range, vertex_lists)
+            cache[id(p)] = layout_primitive(p, delta_format, weight_range, vertex_lists, scans[id(p)])
         locs.append(cache[id(p)])
     S = slot_count if slot_count is not None else max([w + lp.target_count for w, lp in zip(weight_offsets, locs)]
                                                       + [1])

@@ -32,7 +32,7 @@ from ..gpu.interface import MORPH, MORPH_COMPACT, MORPH_COMPACT_VERTEX, MORPH_VE
 from ..gpu.interface import MORPH_PUSH as PUSH
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
-from ..morph.gpu_data import DELTA_FORMATS, build_chunked_batch
+from ..morph.gpu_data import DELTA_FORMATS, batch_block_fill, build_chunked_batch, scan_batch
 from ..morph.state import SceneMorphPose
 
 if TYPE_CHECKING:
@@ -42,15 +42,20 @@ OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment
 UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
 MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
-# Kernel per delta format. GPUs with subgroup ballots: active blocks compacted per workgroup in shared memory;
-# CPU devices (lavapipe) and GPUs without ballots: one invocation per vertex adds the deltas its target bitmask
-# and the frame's active-target bits select, no barriers (measured on an H200 and lavapipe, see bench/ and
-# glsl/morph_common.glsl). The per-vertex kernel on the H200 (bench/variants.py --vertex-layout) had a higher
-# same-window fraction where (chunk, target) blocks are sparse (5 % random, all active: 0.56 / 0.66 against 0.34),
-# but not a clearly lower time (113 vs 109 us full, 63 vs 74 us compact): the copy beside it ran slower. Not
-# chosen automatically until a same-window A/B of both kernels settles it (bench/variants-2026-11-30-h200-d.txt).
+# Kernel per delta format. Two families, each with its own data layout (morph/gpu_data.py):
+# - workgroup (GPUs with subgroup ballots): per chunk of 256 vertices the active (chunk, target) blocks are
+#   compacted in shared memory and each thread finds its deltas in them by popcount; cost per thread grows
+#   with the active blocks of its chunk, whether or not they move its vertex.
+# - per-vertex (CPU devices, GPUs without ballots, and sparse batches on GPUs): each invocation adds the deltas
+#   its own target bitmask and the frame's active-target bits select; no barriers, no per-block work, but a
+#   warp's delta loads are scattered (vertex-major deltas).
+# On a GPU the batch's mean block fill (deltas / (blocks x 256)) picks the family. Measured on the H200 in the
+# same time window (bench/ab.py, bench/ab-2026-11-30-h200.txt; per-vertex time / workgroup time): fill 0.05
+# (5 % random coverage, all 52 active) 0.50-0.67; MorphStressTest x 256, fill 0.28, 0.65-0.68; fill 0.25 (25 %
+# random, 5 active) 0.86-1.13 (a wash); fill 0.65 (Dawn-like heads) 1.08-1.11; fill ~1 (clustered, dense) 0.87-1.34.
 SHADERS = {"full": MORPH, "compact": MORPH_COMPACT}
 CPU_SHADERS = {"full": MORPH_VERTEX, "compact": MORPH_COMPACT_VERTEX}
+VERTEX_KERNEL_BELOW_FILL = 0.3
 
 
 def subgroup_ballot_in_compute(ctx: Context) -> bool:
@@ -65,9 +70,11 @@ def subgroup_ballot_in_compute(ctx: Context) -> bool:
         sub.supportedOperations & vk.VK_SUBGROUP_FEATURE_BALLOT_BIT)
 
 
-def kernel_for(ctx: Context, delta_format: str):
-    """The morph kernel (its interface) on this device; the layout follows the kernel."""
-    workgroup = ctx.info.device_type != "cpu" and subgroup_ballot_in_compute(ctx)
+def kernel_for(ctx: Context, delta_format: str, block_fill: float = 1.0):
+    """The morph kernel (its interface) for a batch whose mean block fill is ``block_fill`` on this device; the
+    layout follows the kernel."""
+    workgroup = ctx.info.device_type != "cpu" and block_fill >= VERTEX_KERNEL_BELOW_FILL \
+        and subgroup_ballot_in_compute(ctx)
     return (SHADERS if workgroup else CPU_SHADERS)[delta_format]
 
 
@@ -112,6 +119,7 @@ class MorphBatch:
         self._slots: list[_Slot] = []
         self.gpu_bytes: dict[str, int] = {}
         self.total_vertices = self.total_deltas = 0
+        self.block_fill = 1.0
         try:
             self._build()
         except BaseException:
@@ -138,10 +146,13 @@ class MorphBatch:
             gather.append(node_slice.start + np.arange(inst.target_count))
             slot += inst.target_count
             out_bytes = _align(out_bytes + prim.vertices.nbytes)
-        self.kernel = kernel_for(ctx, self.delta_format)
+        scans = scan_batch(prims)
+        self.block_fill = batch_block_fill(prims, scans)
+        self.kernel = kernel_for(ctx, self.delta_format, self.block_fill)
         lists = any(b.name == "vertex_records" for b in self.kernel.bindings)
         data = build_chunked_batch(prims, weight_offsets, out_vec4, self.pose.weight_range, self.delta_format,
-                                   slot_count=slot, vertex_lists=lists)
+                                   slot_count=slot, vertex_lists=lists, scans=scans)
+        del scans
         for inst, s in zip(self.instances, data.slots):
             inst.delta_count, inst.conservative_bounds = s.delta_count, s.conservative_bounds
             self._slots.append(_Slot(s.weight_offset, inst.target_count, s.first_chunk, s.chunk_count))
