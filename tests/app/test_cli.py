@@ -122,7 +122,7 @@ def test_bench_quick_runs_clean(tmp_path):
     assert "48 B base read + 36 B written" in report["byte_model"]
     assert [c["primitives"] for c in report["cpu_per_frame"]] == [1, 10, 100]
     assert {c["format"] for c in report["characters"]} == {"full", "compact"}
-    assert all(c["roofline_fraction"] > 0 and c["floor_us"] > 0 for c in report["characters"])
+    assert all(c["roofline_fraction"] > 0 and c["floor_us"] > 0 and c["copy_gbps"] > 0 for c in report["characters"])
     assert all(0 < r["block_fill"] <= 1 and r["kernel"] in ("workgroup", "per-vertex") for r in rows)
 
 

@@ -228,28 +228,47 @@ class ChunkedPrimitive:
         return len(self.delta_a) - 1
 
 
-def _vertex_records(V: int, nz: list, target_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Vertex-major form for the CPU-device kernel, by counting (no sort). Returns (order, records): ``order``
-    (D + 1,) the target-major delta row of each vertex-major row (row 0 = the zero delta); ``records`` (V, 1 + W)
-    uint32, W = ceil(T / 32): column 0 the vertex's first delta (vertex-major, 1-based), then a bitmask of the
+_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+
+
+def _popcount32(x: np.ndarray) -> np.ndarray:
+    """Set bits of each uint32 (numpy >= 2 has it built in; a byte table otherwise)."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x)
+    return _BYTE_BITS[x.view(np.uint8).reshape(*x.shape, 4)].sum(axis=-1, dtype=np.uint8)
+
+
+def _vertex_records(V: int, nz: list) -> np.ndarray:
+    """Vertex-major form for the per-vertex kernel, by counting (no sort): (V, 1 + W) uint32, W = ceil(T / 32):
+    column 0 the vertex's first delta (vertex-major, 1-based: row 0 is the zero delta), then a bitmask of the
     targets it has a delta for. Its deltas are stored in target order, so the delta of target t is
-    first + popcount(mask bits below t): a kernel finds the deltas of the frame's active targets with one AND of
-    the mask with the active-target bits, never reading the others."""
+    first + popcount(mask bits below t) (``_vertex_rows``): a kernel finds the deltas of the frame's active
+    targets with one AND of the mask with the active-target bits, never reading the others."""
     W = max(1, (len(nz) + 31) // 32)
-    counts = np.zeros(V, np.int64)
     records = np.zeros((V, 1 + W), np.uint32)
-    for t, v in enumerate(nz):
-        counts[v] += 1
-        records[v, 1 + t // 32] |= np.uint32(1 << (t % 32))
+    counts = np.zeros(V, np.int64)
+    for w in range(W):      # each (vertex, target) pair once: the OR of a word's bits is their sum
+        group = [(v, t) for t, v in enumerate(nz[32 * w:32 * w + 32], 32 * w) if len(v)]
+        if not group:
+            continue
+        verts = np.concatenate([v for v, _ in group])
+        bits = np.concatenate([np.full(len(v), float(1 << (t % 32))) for v, t in group])
+        records[:, 1 + w] = np.bincount(verts, bits, minlength=V).astype(np.uint32)
+        counts += _popcount32(records[:, 1 + w])
     first = np.zeros(V + 1, np.int64)
     np.cumsum(counts, out=first[1:])
     records[:, 0] = first[:-1] + 1
-    order = np.zeros(int(first[-1]) + 1, np.int64)
-    fill = first[:-1] + 1
-    for t, v in enumerate(nz):
-        order[fill[v]] = target_first[t] + np.arange(len(v))
-        fill[v] += 1
-    return order, records
+    return records
+
+
+def _vertex_rows(records: np.ndarray, v: np.ndarray, t: int) -> np.ndarray:
+    """Vertex-major delta rows of target t at vertices ``v`` (which all have a delta of t)."""
+    w, b = divmod(t, 32)
+    below = records[v, 1 + w] & np.uint32((1 << b) - 1)
+    rows = records[v, 0].astype(np.int64) + _popcount32(below)
+    for k in range(w):
+        rows += _popcount32(records[v, 1 + k])
+    return rows
 
 
 @dataclass
@@ -330,21 +349,25 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
     base = np.zeros((V, 12), np.float32)
     base.view(np.uint8)[:] = prim.vertices.view(np.uint8).reshape(V, -1)[:, :48]
     zeros = np.zeros((0, 3), np.float32)
+    # Per-vertex layout (vertex_lists): the same rows written straight to their vertex-major places (each
+    # vertex's deltas contiguous, targets ascending; a record (first delta, target bitmask) per vertex); no
+    # block table or masks. Otherwise target-major: each target's deltas one contiguous run.
+    records = _vertex_records(V, nz) if vertex_lists else None
 
     def fill(t: int) -> None:   # target t writes only its own rows, scale and blocks: targets run in parallel
         v = nz[t]
         if not len(v):
             return
-        rows = slice(target_first[t], target_first[t + 1])
+        rows = _vertex_rows(records, v, t) if vertex_lists else slice(target_first[t], target_first[t + 1])
         tgt = prim.morph_targets[t]
         dp = tgt.position_deltas[v]
         dn = tgt.normal_deltas[v] if tgt.normal_deltas is not None else np.resize(zeros, (len(v), 3))
         dt = tgt.tangent_deltas[v] if tgt.tangent_deltas is not None else np.resize(zeros, (len(v), 3))
+        a = np.empty((len(v), delta_a.shape[1]), delta_a.dtype) if vertex_lists else delta_a[rows]
         if compact:
             s = [float(np.abs(x).max()) or 1.0 for x in (dp, dn, dt)]
             scales[t] = s
             qp, qn, qt = (x / sx for x, sx in zip((dp, dn, dt), s))
-            a = delta_a[rows]
             a[:, 0] = _pack2(qp[:, 0], qp[:, 1])
             a[:, 1] = _pack2(qp[:, 2], qn[:, 0])
             a[:, 2] = _pack2(qn[:, 1], qn[:, 2])
@@ -352,11 +375,13 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
             delta_b[rows] = _snorm16(qt[:, 2])
             positions[rows] = dp
         else:
-            a = delta_a[rows]
             a[:, 0:3] = dp
             a[:, 3:6] = dn
             a[:, 6:8] = dt[:, :2]
             delta_b[rows] = dt[:, 2]
+        if vertex_lists:        # scattered to the vertex-major rows; this layout has no block masks
+            delta_a[rows] = a
+            return
         c = v // CHUNK
         local = v % CHUNK
         key = c * MASK_WORDS + local // 32
@@ -368,7 +393,10 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
     list(pool.map(fill, range(T)))
     # conservative bounds: with lo <= hi, min(lo d, hi d) = lo d for d >= 0 and hi d for d < 0
     lo_w, hi_w = weight_range
-    vert = np.concatenate([np.zeros(1, np.int64)] + nz) if T else np.zeros(1, np.int64)
+    if vertex_lists:            # the vertex of each delta row, in row order
+        vert = np.r_[0, np.repeat(np.arange(V), np.diff(np.r_[records[:, 0], D + 1]))]
+    else:
+        vert = np.concatenate([np.zeros(1, np.int64)] + nz) if T else np.zeros(1, np.int64)
     up, down = np.zeros((V, 3)), np.zeros((V, 3))
 
     def sums(k: int) -> None:
@@ -386,15 +414,9 @@ def layout_primitive(prim: MeshPrimitiveAsset, delta_format: str = "full",
     if not vertex_lists:
         return ChunkedPrimitive(V, T, prim.vertices.dtype.itemsize // 16, chunks, table, masks, delta_a, delta_b,
                                 base, scales, bounds, max_delta)
-    # Vertex-major form for the per-vertex kernel (CPU devices): deltas reordered by vertex (targets ascending),
-    # a record (first delta, target bitmask) per vertex; no block table or masks. A CPU reads each vertex's
-    # deltas contiguously and skips inactive targets by a mask AND (no per-delta slot to read).
-    order, records = _vertex_records(V, nz, target_first)
-    rows = np.dtype((np.void, delta_a.shape[1] * delta_a.itemsize))
-    delta_a = delta_a.view(rows).reshape(-1)[order].view(delta_a.dtype).reshape(len(order), -1)
     chunks[:, 2:] = 0
     return ChunkedPrimitive(V, T, prim.vertices.dtype.itemsize // 16, chunks, np.zeros((0, 2), np.uint32),
-                            np.zeros((0, MASK_WORDS), np.uint32), delta_a, delta_b[order], base, scales, bounds,
+                            np.zeros((0, MASK_WORDS), np.uint32), delta_a, delta_b, base, scales, bounds,
                             max_delta, records)
 
 
