@@ -33,6 +33,14 @@ def test_version_moves_only_on_real_change():
     assert pose.set_weights("Red", [0.25, 1.0]) and pose.version == 1
     assert not pose.set_weights("Red", [0.25, 1.0]) and pose.version == 1
     assert pose.take_dirty() == {scene.node_index("Red")}
+    # set_flat changing every node hands out all_nodes itself (no set built), once; partial changes a set
+    assert pose.set_flat(np.full(len(pose.flat), 0.5)) == 2 and pose.take_dirty() is pose.all_nodes
+    assert pose.all_nodes == set(nodes) and pose.take_dirty() == set()
+    half = pose.flat.copy()
+    half[pose.slice_of("Red")] = 0.75
+    assert pose.set_flat(half) == 1 and pose.take_dirty() == {scene.node_index("Red")}
+    assert pose.set_weights("Red", [0.0, 0.0]) and pose.set_flat(np.full(len(pose.flat), 0.25)) == 2
+    assert pose.take_dirty() == set(nodes)
     with pytest.raises(UsageError):
         pose.set_weights("Red", [1.0])
     with pytest.raises(UsageError, match="no morph targets"):

@@ -149,7 +149,8 @@ class MorphRuntime:
         self._by_node: dict[int, list[int]] = {}  # node -> indices into morphing (= the batch's order)
         self._owner = Owner(ctx, "morph runtime")
         self._slot_version = [-1] * self.slots
-        self._slot_pending: list[set[int]] = []
+        # per output slot: the morphing primitives changed since that slot was last written (all of them: None)
+        self._slot_pending: list[set[int] | None] = []
         self._last_serial = 0
         self._destroyed = False
         self.last_counters = FrameCounters()
@@ -164,7 +165,7 @@ class MorphRuntime:
         except BaseException:
             self._release()
             raise
-        self._slot_pending = [set(range(len(self.morphing))) for _ in range(self.slots)]
+        self._slot_pending = [None] * self.slots
 
     def _own(self, buf: M.Buffer) -> M.Buffer:
         return self._owner.own(buf)
@@ -287,15 +288,18 @@ class MorphRuntime:
             return c
         self._slot_version[slot] = self.pose.version
         dirty_nodes = self.pose.take_dirty()
-        if len(dirty_nodes) >= len(self._by_node) and set(dirty_nodes).issuperset(self._by_node):
-            changed = range(len(self.morphing))          # everything changed: no per-node lists
+        n = len(self.morphing)
+        if dirty_nodes is self.pose.all_nodes or (len(dirty_nodes) >= len(self._by_node)
+                                                  and dirty_nodes >= self._by_node.keys()):
+            self._slot_pending = [None] * self.slots     # everything changed: no per-node or per-slot sets
         else:
-            changed = [i for n in dirty_nodes for i in self._by_node.get(n, ())]
-        for pending in self._slot_pending:
-            pending.update(changed)
+            changed = [i for node in dirty_nodes for i in self._by_node.get(node, ())]
+            for pending in self._slot_pending:
+                if pending is not None:
+                    pending.update(changed)
         pending = self._slot_pending[slot]
-        dirty = range(len(self.morphing)) if len(pending) == len(self.morphing) else sorted(pending)
-        self._slot_pending[slot].clear()
+        dirty = range(n) if pending is None or len(pending) == n else sorted(pending)
+        self._slot_pending[slot] = set()
         c.skipped = len(self.morphing) - len(dirty)
         if not dirty:
             self.last_counters = c
