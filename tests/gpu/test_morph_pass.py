@@ -80,49 +80,59 @@ def kernel(request, monkeypatch):
 def test_kernel_choice(ctx):
     """CPU devices get the per-vertex kernel; GPUs with subgroup ballots in compute the workgroup kernel, unless
     the batch's blocks are sparse (mean block fill below VERTEX_KERNEL_BELOW_FILL): then the per-vertex one."""
-    from vkmorph.render.morph_batch import (
-        CPU_SHADERS,
-        SHADERS,
-        VERTEX_KERNEL_BELOW_FILL,
-        kernel_for,
-        subgroup_ballot_in_compute,
-    )
+    from types import SimpleNamespace
 
-    ballot = subgroup_ballot_in_compute(ctx)
+    from vkmorph.render import morph_batch as mb
+
+    ballot = mb.subgroup_ballot_in_compute(ctx)
     assert ballot in (True, False)
     gpu = ctx.info.device_type != "cpu" and ballot
     for fmt in ("full", "compact"):
-        assert kernel_for(ctx, fmt) is (SHADERS if gpu else CPU_SHADERS)[fmt]
-        assert kernel_for(ctx, fmt, VERTEX_KERNEL_BELOW_FILL) is (SHADERS if gpu else CPU_SHADERS)[fmt]
-        assert kernel_for(ctx, fmt, VERTEX_KERNEL_BELOW_FILL * 0.99) is CPU_SHADERS[fmt]
+        assert mb.kernel_for(ctx, fmt) is (mb.SHADERS if gpu else mb.CPU_SHADERS)[fmt]
+    thr = mb.VERTEX_KERNEL_BELOW_FILL
+    for device, has_ballot in (("discrete", True), ("integrated", True), ("discrete", False), ("cpu", True)):
+        fake = SimpleNamespace(info=SimpleNamespace(device_type=device))
+        real = mb.subgroup_ballot_in_compute
+        mb.subgroup_ballot_in_compute = lambda _ctx, b=has_ballot: b
+        try:
+            workgroup = device != "cpu" and has_ballot
+            for fmt in ("full", "compact"):
+                assert mb.kernel_for(fake, fmt, thr) is (mb.SHADERS if workgroup else mb.CPU_SHADERS)[fmt]
+                assert mb.kernel_for(fake, fmt, 1.0) is (mb.SHADERS if workgroup else mb.CPU_SHADERS)[fmt]
+                assert mb.kernel_for(fake, fmt, thr * 0.99) is mb.CPU_SHADERS[fmt]
+        finally:
+            mb.subgroup_ballot_in_compute = real
 
 
-def test_runtime_kernel_follows_block_fill(ctx):
-    """The runtime measures its batch's block fill (against a count from the CSR form) and builds the layout of
-    the kernel that fill picks: sparse random targets -> per-vertex records, dense regions -> block table."""
+def test_runtime_kernel_follows_block_fill(ctx, monkeypatch):
+    """On a GPU (this device presented as one), the runtime measures its batch's block fill (against a count
+    from the CSR form) and builds the layout of the kernel that fill picks: sparse random targets -> per-vertex
+    records, dense regions -> the block table; both morph exactly (numpy reference)."""
     from vkmorph.morph.gpu_data import CHUNK, build_gpu_morph_data
-    from vkmorph.render.morph_batch import VERTEX_KERNEL_BELOW_FILL, kernel_for
+    from vkmorph.render import morph_batch as mb
     from vkmorph.render.morph_pass import MorphRuntime
 
+    if not mb.subgroup_ballot_in_compute(ctx):
+        pytest.skip("the workgroup kernel needs subgroup ballots in compute")
+    monkeypatch.setattr(ctx.info, "device_type", "discrete")
     rng = np.random.default_rng(3)
     sparse = random_prim(rng, 2000, 6, 0.05)
     dense = random_prim(rng, 1024, 3, 0.0)
     for t in dense.morph_targets:          # each target moves whole chunks
         t.position_deltas[:] = 0.0
         t.position_deltas[:512] = rng.normal(0, 0.1, (512, 3))
-    fills = []
-    for prim in (sparse, dense):
+    for prim, family in ((sparse, "per-vertex"), (dense, "workgroup")):
         csr = build_gpu_morph_data(prim)
         vert = np.repeat(np.arange(prim.vertex_count), np.diff(csr.vertex_offsets.astype(np.int64)))
         blocks = len(np.unique(vert // CHUNK * 1000 + csr.deltas["metadata"][:, 0]))
-        expected = len(csr.deltas) / (blocks * CHUNK)
-        fills.append(expected)
         with MorphRuntime(ctx, scene_of([prim], False)) as rt:
-            assert rt.batch.block_fill == pytest.approx(expected)
-            assert rt.batch.kernel is kernel_for(ctx, "full", expected)
-            lists = any(b.name == "vertex_records" for b in rt.batch.kernel.bindings)
-            assert ("vertex_records" in rt.batch.buffers) == lists
-    assert fills[0] < VERTEX_KERNEL_BELOW_FILL < fills[1]     # both sides of the choice were exercised
+            assert rt.batch.block_fill == pytest.approx(len(csr.deltas) / (blocks * CHUNK))
+            lists = "vertex_records" in rt.batch.buffers
+            assert (rt.batch.kernel is mb.CPU_SHADERS["full"]) == lists == (family == "per-vertex")
+            w = np.linspace(0.2, 0.9, len(prim.morph_targets))
+            rt.set_weights(rt.morphing[0].node, w)
+            ctx.submit_and_wait(rt.record)
+            check(rt, rt.morphing[0], w)
 
 
 @pytest.mark.parametrize("skinned", [False, True], ids=["static", "skinned"])

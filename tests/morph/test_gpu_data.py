@@ -161,3 +161,21 @@ def test_vertex_major_form_for_the_per_vertex_kernel():
                 np.testing.assert_allclose(got, want, atol=1e-6)
     assert seen == batch.delta_count
 
+
+
+def test_vertex_major_form_without_numpy_bitwise_count(monkeypatch):
+    """numpy < 2 has no bitwise_count: the byte-table popcount builds the same per-vertex layout (three mask
+    words, strided record columns) as the built-in one."""
+    from vkmorph.morph.gpu_data import _popcount32, layout_primitive
+
+    rng = np.random.default_rng(8)
+    prim = random_prim(rng, 700, 70, 0.2)
+    x = rng.integers(0, 2**32, (50, 3), dtype=np.uint64).astype(np.uint32)
+    want = [bin(int(v)).count("1") for v in x[:, 1]]
+    built_in = [layout_primitive(prim, fmt, vertex_lists=True) for fmt in ("full", "compact")]
+    monkeypatch.delattr(np, "bitwise_count", raising=False)
+    assert _popcount32(x[:, 1]).tolist() == want and _popcount32(x[:0, 1]).tolist() == []
+    for fmt, ref in zip(("full", "compact"), built_in):
+        got = layout_primitive(prim, fmt, vertex_lists=True)
+        for field in ("delta_a", "delta_b", "vertex_records", "conservative_bounds"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(ref, field))

@@ -201,11 +201,12 @@ class WindowTimer:
         probe = self.run([a, b], min_frames)
         start, t0 = self.gpu_s, time.perf_counter()
         best, steady = float("inf"), 0
-        # warm_s of GPU time, then on until the reference (b) stops getting faster: three probes in a row within
-        # 3 % of its best, at most WARM_MAX_S of wall time. Ratios are immune to the GPU's clock state, absolute
-        # figures (heads per frame) are not; the H200 also sits in a state ~2.5x slower for a whole window at
-        # times, which no warm-up here has cured (bench/heads-2026-11-30-h200.txt): reports show each window's
-        # copy bandwidth so such a window can be recognized
+        # warm_s of GPU time, then on until the reference (b) stops getting faster: three probes in a row none of
+        # them more than 3 % faster than the best before it (a slower probe counts too: this waits out a clock
+        # ramp, it does not wait for a fast state), at most WARM_MAX_S of wall time. Ratios are immune to the
+        # GPU's clock state, absolute figures (heads per frame) are not; the H200 also sits in a state ~2.5x
+        # slower for a whole window at times, which no warm-up here has cured (bench/heads-2026-11-30-h200.txt):
+        # reports show each window's copy bandwidth so such a window can be recognized
         while warm_s > 0 and (self.gpu_s - start < warm_s or steady < 3) and time.perf_counter() - t0 < WARM_MAX_S:
             frames = int(np.clip(0.05 * 1e3 / max(sum(probe), 1e-6), min_frames, 4 * max_frames))
             probe = self.run([a, b], frames)

@@ -235,6 +235,7 @@ def _popcount32(x: np.ndarray) -> np.ndarray:
     """Set bits of each uint32 (numpy >= 2 has it built in; a byte table otherwise)."""
     if hasattr(np, "bitwise_count"):
         return np.bitwise_count(x)
+    x = np.ascontiguousarray(x, np.uint32)      # a column of the records is strided: view() needs contiguity
     return _BYTE_BITS[x.view(np.uint8).reshape(*x.shape, 4)].sum(axis=-1, dtype=np.uint8)
 
 
