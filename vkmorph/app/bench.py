@@ -757,9 +757,10 @@ def _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, 
             if bar is not None:
                 bar.update(1)
         del prims
-    # the heads while the GPU is still busy from the cases: after the CPU-only section below its clocks have
-    # dropped, and a frame count goal is in absolute time (measured: the first format after that section read
-    # 7,113-8,495 heads per frame in three of four runs, the second 18,095-20,592)
+    # the heads while the GPU is still busy from the cases, not after the CPU-only section below (a frame count
+    # goal is in absolute time). This alone did not cure the slow windows it was meant for: full still read
+    # 7,357 once with this order, at the same fraction as in a fast window (the GPU sometimes runs a whole
+    # window ~2.5x slower; see WindowTimer.same_window); each window's copy bandwidth is reported
     chars = report["characters"] = [characters_per_frame(ctx, timer, heads, fmt, tries, warm_s, try_ms)
                                     for fmt in ("full", "compact")]
     for c in chars:
