@@ -52,7 +52,8 @@ MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports
 # On a GPU the batch's mean block fill (deltas / (blocks x 256)) picks the family. Measured on the H200 in the
 # same time window (bench/ab.py, bench/ab-2026-11-30-h200.txt; per-vertex time / workgroup time): fill 0.05
 # (5 % random coverage, all 52 active) 0.50-0.67; MorphStressTest x 256, fill 0.28, 0.65-0.68; fill 0.25 (25 %
-# random, 5 active) 0.86-1.13 (a wash); fill 0.65 (Dawn-like heads) 1.08-1.11; fill ~1 (clustered, dense) 0.87-1.34.
+# random, 5 active) 0.85-1.13 (a wash); fill 0.65 (Dawn-like heads) 1.08-1.11; fill >= 0.97 0.75-1.34
+# (>= 1.02 in 10 of 14 rows).
 SHADERS = {"full": MORPH, "compact": MORPH_COMPACT}
 CPU_SHADERS = {"full": MORPH_VERTEX, "compact": MORPH_COMPACT_VERTEX}
 VERTEX_KERNEL_BELOW_FILL = 0.3
