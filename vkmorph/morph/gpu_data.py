@@ -248,13 +248,10 @@ def _vertex_records(V: int, nz: list) -> np.ndarray:
     W = max(1, (len(nz) + 31) // 32)
     records = np.zeros((V, 1 + W), np.uint32)
     counts = np.zeros(V, np.int64)
-    for w in range(W):      # each (vertex, target) pair once: the OR of a word's bits is their sum
-        group = [(v, t) for t, v in enumerate(nz[32 * w:32 * w + 32], 32 * w) if len(v)]
-        if not group:
-            continue
-        verts = np.concatenate([v for v, _ in group])
-        bits = np.concatenate([np.full(len(v), float(1 << (t % 32))) for v, t in group])
-        records[:, 1 + w] = np.bincount(verts, bits, minlength=V).astype(np.uint32)
+    for t, v in enumerate(nz):      # per target: no temporaries of the batch's size
+        if len(v):
+            records[v, 1 + t // 32] |= np.uint32(1 << (t % 32))
+    for w in range(W):
         counts += _popcount32(records[:, 1 + w])
     first = np.zeros(V + 1, np.int64)
     np.cumsum(counts, out=first[1:])
