@@ -349,7 +349,7 @@ def bench_case(ctx, timer, case: Case, prims: list, fmt: str, tries: int, warm_s
         prev = previous_layout_bytes(V, rt.total_deltas, S, rt.gpu_bytes["output"], fmt)
         dense = sum(pr.vertex_count * (48 + len(pr.morph_targets) * 24 + pr.vertices.dtype.itemsize) for pr in prims)
         D = rt.total_deltas
-        kernel = "per-vertex" if any(b.name == "vertex_records" for b in rt.batch.kernel.bindings) else "workgroup"
+        kernel = rt.batch.kernel_family
         fill = rt.batch.block_fill
     finally:
         if cp is not None:
@@ -419,7 +419,7 @@ def characters_per_frame(ctx, timer, heads: int, fmt: str, tries: int, warm_s: f
             sl = rt.pose.slice_of(i)
             w[sl.start:sl.start + active] = 0.5
         frames, res = timer.same_window(_changing_record(rt, w), cp.frame, tries, warm_s, try_ms)
-        kernel = "per-vertex" if any(b.name == "vertex_records" for b in rt.batch.kernel.bindings) else "workgroup"
+        kernel = rt.batch.kernel_family
     finally:
         if cp is not None:
             cp.destroy()

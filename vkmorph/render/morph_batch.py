@@ -11,7 +11,8 @@ The seam to the facade (render/morph_pass.py, ``MorphRuntime``) is deliberately 
   number of vkCmdDispatch calls. ``dirty`` is a sequence of indices into ``instances``. The facade records the
   barriers around both (frames-in-flight guard before the uploads, transfer -> compute between, compute ->
   consumer after), so these two calls record no barriers and never submit or wait.
-- ``gpu_bytes`` (name -> bytes), ``total_vertices``, ``total_deltas``; ``destroy()`` frees what it created.
+- ``gpu_bytes`` (name -> bytes), ``total_vertices``, ``total_deltas``, ``block_fill`` and ``kernel_family``
+  ("workgroup" or "per-vertex", which the fill picks on a GPU); ``destroy()`` frees what it created.
 
 The data layout (chunked target-major blocks with vertex masks) and why it is what it is: morph/gpu_data.py
 ``build_chunked_batch`` and glsl/morph_common.glsl.
@@ -121,6 +122,7 @@ class MorphBatch:
         self.gpu_bytes: dict[str, int] = {}
         self.total_vertices = self.total_deltas = 0
         self.block_fill = 1.0
+        self.kernel_family = ""
         try:
             self._build()
         except BaseException:
@@ -151,6 +153,7 @@ class MorphBatch:
         self.block_fill = batch_block_fill(prims, scans)
         self.kernel = kernel_for(ctx, self.delta_format, self.block_fill)
         lists = any(b.name == "vertex_records" for b in self.kernel.bindings)
+        self.kernel_family = "per-vertex" if lists else "workgroup"
         data = build_chunked_batch(prims, weight_offsets, out_vec4, self.pose.weight_range, self.delta_format,
                                    slot_count=slot, vertex_lists=lists, scans=scans)
         del scans
