@@ -29,6 +29,7 @@ VARIANTS = {"shipped": (GPU, []), "base": (GPU, [X]), "sg": (GPU, [X, "-DSUBGROU
             "sg_pf": (GPU, [X, "-DSUBGROUP", "-DPREFETCH"]), "io": (GPU, ["-DIO_ONLY"]),
             "u1": (GPU, [X, "-DSUBGROUP", "-DPREFETCH", "-DUNROLL1"]), "empty": (GPU, ["-DEMPTY"]),
             "late": (GPU, ["-DLATE_BASE"]), "u2": (GPU, ["-DUNROLL2"]), "late_u2": (GPU, ["-DLATE_BASE", "-DUNROLL2"]),
+            "r256": (GPU, ["-DROUND=256u"]), "r32": (GPU, ["-DROUND=32u"]),
             "vertex": (CPU, []), "vword": (CPU, ["-DWORD_LOOP"]), "vio": (CPU, ["-DVIO"])}
 
 
@@ -87,7 +88,8 @@ def main():
         cases = [B.Case(500_000, 52, 0.25, 5, "random"), B.Case(500_000, 52, 0.25, 5, "clustered"),
                  B.Case(500_000, 52, 0.05, 52, "random"), B.Case(500_000, 52, 0.05, 52, "clustered"),
                  B.Case(2_000_000, 52, 0.25, 5, "random"), B.Case(2_000_000, 52, 0.05, 52, "clustered"),
-                 B.Case(500_000, 200, 0.05, 1, "clustered"), B.Case(500_000, 8, 1.0, 8, "random")]
+                 B.Case(500_000, 200, 0.05, 1, "clustered"), B.Case(500_000, 8, 1.0, 8, "random"),
+                 B.Case(5_000_000, 52, 0.05, 5, "clustered")]
     if args.cases:
         cases = [cases[int(i)] for i in args.cases.split(",")]
     for case in cases:

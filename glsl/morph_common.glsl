@@ -3,7 +3,7 @@
 // Layout (built by vkmorph/morph/gpu_data.py build_chunked_batch, where the reasons are written down): one
 // 256-thread workgroup per chunk of <= 256 consecutive vertices of one primitive; per (chunk, target) block a
 // table entry (weight slot, first delta) and a 256-bit vertex mask; deltas in block order, vertex order inside
-// a block, no per-delta index. Per round of <= 256 table entries the workgroup
+// a block, no per-delta index. Per round of <= ROUND (64) table entries the workgroup
 //   1. reads the entries' weights and compacts the active ones (w != 0) in table order into shared memory,
 //      with each block's mask words and the index of the first delta of each mask word (prefix popcounts);
 //   2. each thread collects, per window of 32 active blocks, a bitmask of the blocks that move its vertex and
@@ -124,9 +124,18 @@ void main() {
     outVec4[o + 2u].x = tt.z;
 }
 #else
-shared uint sMask[CHUNK * WORDS];    // compacted active blocks: mask words
-shared uint sFirst[CHUNK * WORDS];   // index of the first delta of each mask word
-shared WEIGHT sWeight[CHUNK];        // weight (full) or weight * per-target scales (compact)
+// Table entries per round. Shared memory per workgroup is what bounds the kernel's occupancy on the H200:
+// with rounds of 256 entries (18 KB of shared memory) the same kernel ran at 0.46-0.75 of the copy floor,
+// with rounds of 64 (5 KB) at 0.55-0.77 on the same cases in the same windows, and 0.49 -> 0.67 at 5M vertices;
+// a variant that parked the base vertices in shared memory (+12 KB) fell to 0.21-0.30
+// (bench/variants-2026-11-30-h200-e.txt). 64 entries hold a 52-target rig's chunk in one round; more
+// targets take more rounds (two barriers each). Rounds of 32 measured within +-0.04 of 64.
+#ifndef ROUND
+#define ROUND 64u
+#endif
+shared uint sMask[ROUND * WORDS];    // compacted active blocks of this round: mask words
+shared uint sFirst[ROUND * WORDS];   // index of the first delta of each mask word
+shared WEIGHT sWeight[ROUND];        // weight (full) or weight * per-target scales (compact)
 shared uint sScan[CHUNK];
 
 // Exclusive rank of `flag` among the first n lanes (table order) and the total; deterministic.
@@ -196,16 +205,16 @@ void main() {
     uint word = lane >> 5u;
     uint below = (1u << (lane & 31u)) - 1u;
     uint bit = lane & 31u;
-    for (uint r = head.z; r < head.w; r += CHUNK) {
+    for (uint r = head.z; r < head.w; r += ROUND) {
         uint e = r + lane;
-        uint count = min(CHUNK, head.w - r);
+        uint count = min(ROUND, head.w - r);
         bool act = false;
         uvec2 entry = uvec2(0u);
         float wt = 0.0;
 #ifdef PREFETCH
         uvec4 m0 = uvec4(0u), m1 = uvec4(0u);
 #endif
-        if (e < head.w) {
+        if (lane < ROUND && e < head.w) {
             entry = uvec2(table[e].slot, table[e].firstDelta);
 #ifdef PREFETCH
             m0 = masks[2u * e];                 // experiment: masks loaded with the weight, active or not
