@@ -125,11 +125,11 @@ void main() {
 }
 #else
 // Table entries per round. Shared memory per workgroup is what bounds the kernel's occupancy on the H200:
-// with rounds of 256 entries (18 KB of shared memory) the same kernel ran at 0.46-0.75 of the copy floor,
-// with rounds of 64 (5 KB) at 0.55-0.77 on the same cases in the same windows, and 0.49 -> 0.67 at 5M vertices;
-// a variant that parked the base vertices in shared memory (+12 KB) fell to 0.21-0.30
-// (bench/variants-2026-11-30-h200-e.txt). 64 entries hold a 52-target rig's chunk in one round; more
-// targets take more rounds (two barriers each). Rounds of 32 measured within +-0.04 of 64.
+// with rounds of 256 entries (18 KB of shared memory, full format) the same kernel ran at 0.30-0.75 of the copy
+// floor, with rounds of 64 (5 KB) at 0.39-0.75 on the same six cases in the same windows (0.49 -> 0.67 at 5M
+// vertices, 0.46 -> 0.68 at 2M x 25 % random); a variant that parked the base vertices in shared memory (+12 KB)
+// fell to 0.20-0.30 (bench/variants-2026-11-30-h200-e.txt). 64 entries hold a 52-target rig's chunk in one
+// round; more targets take more rounds (two barriers each). Rounds of 32 measured within +-0.04 of 64.
 #ifndef ROUND
 #define ROUND 64u
 #endif
