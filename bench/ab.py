@@ -119,7 +119,7 @@ def main():
                         counted[id(prim)] = sum(len(nonzero_vertices(prim, t)) for t in range(a))
                     active_deltas += counted[id(prim)]
                 V = wg.total_vertices
-                floor = V * 84 + active_deltas * 40
+                floor = B.floor_bytes_of(V, active_deltas)
                 cp = B.CopyFrames(ctx, floor)
                 segs = {"wg": B._changing_record(wg, w), "vx": B._changing_record(rts["vx"], w),
                         "wg_kern": kernel_only(wg), "wg_upl": upload_only(wg, w), "copy": cp.frame}

@@ -107,7 +107,7 @@ def main():
             w[:case.active] = np.linspace(0.3, 0.9, case.active)
             act = sum(int(np.count_nonzero(np.any(prim.morph_targets[t].position_deltas != 0, axis=1)))
                       for t in range(case.active))
-            floor = case.vertices * 84 + act * 40
+            floor = B.floor_bytes_of(case.vertices, act)
             cp = B.CopyFrames(ctx, floor)
             for name in [n for _ in range(args.rounds) for n in names]:
                 pipe = ComputePipeline(ctx, dataclasses.replace(batch.kernel, shaders=(f"{name}_{fmt}",)), max_sets=1)

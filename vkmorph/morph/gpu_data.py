@@ -277,11 +277,6 @@ class PrimitiveScan:
     deltas: int
     blocks: int               # (chunk, target) pairs with at least one delta
 
-    @property
-    def block_fill(self) -> float:
-        """Mean fraction of a block's CHUNK vertices that it moves (1.0 when there are no deltas)."""
-        return self.deltas / (self.blocks * CHUNK) if self.blocks else 1.0
-
 
 def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)))   # numpy releases the GIL
@@ -295,8 +290,9 @@ def scan_primitive(prim: MeshPrimitiveAsset) -> PrimitiveScan:
 
 
 def batch_block_fill(prims, scans: dict) -> float:
-    """Mean block fill over the instances of a batch (``scans``: id(prim) -> PrimitiveScan): the statistic the
-    kernel choice reads (vkmorph/render/morph_batch.py VERTEX_KERNEL_BELOW_FILL)."""
+    """Mean block fill over the instances of a batch (``scans``: id(prim) -> PrimitiveScan): the mean fraction
+    of a block's CHUNK vertices that it moves (1.0 without deltas), the statistic the kernel choice reads
+    (vkmorph/render/morph_batch.py VERTEX_KERNEL_BELOW_FILL)."""
     deltas = sum(scans[id(p)].deltas for p in prims)
     blocks = sum(scans[id(p)].blocks for p in prims)
     return deltas / (blocks * CHUNK) if blocks else 1.0

@@ -300,7 +300,7 @@ class MorphRuntime:
         pending = self._slot_pending[slot]
         dirty = range(n) if pending is None or len(pending) == n else sorted(pending)
         self._slot_pending[slot] = set()
-        c.skipped = len(self.morphing) - len(dirty)
+        c.skipped = n - len(dirty)
         if not dirty:
             self.last_counters = c
             return c
