@@ -1,0 +1,47 @@
+#!/bin/bash
+# One H200 loan (../shared/DEVICE.md): unpack the Vulkan loader, the Khronos layer, glslang, Assimp and the wheels
+# brought along in .gl/ .gl2/ .whl/ (ignored paths, carried by the device tool), then run the named phases from the
+# repository root, writing everything under $OUT/<tag>-*. Phases: bench-a bench-b (the full benchmark; two runs
+# show the spread), suite (the whole test suite under the validation layer with synchronization validation),
+# embed (tools/embed_example.py on every test model), render (a headless `vkmorph render` of every test model).
+#   bash bench/h200_session.sh 2026-12-01-h200 bench-a bench-b      # one device call
+#   bash bench/h200_session.sh 2026-12-01-h200 suite embed render   # another
+set -u
+cd "$(dirname "$0")/.."
+tag=$1; shift
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+mkdir -p /tmp/x; for f in .gl2/*.deb; do dpkg -x "$f" /tmp/x; done      # never into /: the image's own libs stay
+export LD_LIBRARY_PATH=/tmp/x/usr/lib/x86_64-linux-gnu PATH=/tmp/x/usr/bin:$PATH \
+       VK_LAYER_PATH=/tmp/x/usr/share/vulkan/explicit_layer.d \
+       VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 VKMORPH_ASSETS=$PWD/tests/assets PYTHONWARNINGS=ignore::SyntaxWarning
+models=$(find tests/assets -name '*.gltf' -o -name '*.glb' -o -name '*.fbx' | sort)
+for phase in "$@"; do
+  echo "== $phase $(date -u +%H:%M:%S)"
+  case $phase in
+    bench-*)
+      r=$OUT/$tag-${phase#bench-}
+      timeout 560 python3 -m vkmorph.app.cli bench --json "$r.json" --markdown "$r.md" --plot "$r.png" >"$r.txt" 2>&1
+      echo "rc=$? $(tail -1 "$r.txt")" ;;
+    suite)
+      VKMORPH_VALIDATION=1 timeout 540 python3 -m pytest -q -p no:cacheprovider -ra >"$OUT/$tag-suite.log" 2>&1
+      echo "rc=$?"; tail -25 "$OUT/$tag-suite.log" ;;
+    embed)
+      for m in "" $models; do
+        VKMORPH_VALIDATION=1 timeout 120 python3 tools/embed_example.py $m >"$OUT/embed.tmp" 2>&1
+        echo "rc=$? ${m:-built-in scene}: $(tail -1 "$OUT/embed.tmp")"
+      done | tee "$OUT/$tag-embed.txt"; rm -f "$OUT/embed.tmp" ;;
+    render)
+      mkdir -p "$OUT/render"
+      for m in $models; do
+        n=$(basename "$(dirname "$m")")-$(basename "${m%.*}")
+        VKMORPH_VALIDATION=1 timeout 120 python3 -m vkmorph.app.cli render "$m" --out "$OUT/render/$n.png" >"$OUT/r.tmp" 2>&1
+        echo "rc=$? $n $(tail -1 "$OUT/r.tmp")"
+      done | tee "$OUT/$tag-render.txt"; rm -f "$OUT/r.tmp" ;;
+    *) echo "unknown phase $phase" ;;
+  esac
+done
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/$tag-gpu.txt" 2>&1
+echo "== done $(date -u +%H:%M:%S)"
