@@ -195,7 +195,7 @@ class SceneRenderer:
     output slots, morph outputs per slot). A ``runtime`` passed in must have that many output slots, or one
     (then every frame morphs into it and waits for the earlier frames' draws, as MorphRuntime.record guards)."""
 
-    def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int,
+    def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int, *,
                  frames_in_flight: int = 1, shadow_size: int = 1024, runtime: MorphRuntime | None = None,
                  ground: bool = True, samples: int | None = None, mipmaps: bool = True):
         self.ctx, self.scene, self.slots = ctx, scene, frames_in_flight
@@ -211,7 +211,6 @@ class SceneRenderer:
         self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene, slots=frames_in_flight)
         # the runtime's output slot of each frame slot
         self.output_slots = [k if self.runtime.slots > 1 else 0 for k in range(frames_in_flight)]
-        self.skeleton = Skeleton(scene)
         self.heat_joint = -1
         self.selected: int | None = None
         self.light_dir = np.array([-0.45, -1.0, -0.35])
@@ -224,6 +223,12 @@ class SceneRenderer:
         except BaseException:
             self.destroy()
             raise
+
+    @property
+    def skeleton(self) -> Skeleton:
+        """The runtime's skeleton (``runtime.state``): animate this one and the runtime's draws, bounds and this
+        renderer all follow it."""
+        return self.runtime.skeleton
 
     # ------------------------------------------------------------------ construction
     def _own(self, obj):
@@ -399,7 +404,7 @@ class SceneRenderer:
         ``MorphRuntime.bounds(space="world")`` (conservative and tight; not every target at full weight)."""
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
         for inst in self.runtime.instances:
-            b = self.runtime.bounds(inst.node, inst.prim_index, space="world", skeleton=self.skeleton)
+            b = self.runtime.bounds(inst.node, inst.prim_index, space="world")
             lo, hi = np.minimum(lo, b[0]), np.maximum(hi, b[1])
         if not np.isfinite(lo).all():
             lo, hi = -np.ones(3), np.ones(3)
