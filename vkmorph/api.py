@@ -489,8 +489,8 @@ class _GpuBaker:
 
         m = self.m
         m.runtime.record(cb)
-        barriers.compute_write_to_compute_read(cb)
-        barriers.compute_write_to_transfer_read(cb)
+        barriers.record(cb, barriers.COMPUTE_TO_COMPUTE)
+        barriers.record(cb, barriers.COMPUTE_TO_TRANSFER)
         for k, inst in enumerate(self.insts):
             V = inst.prim.vertex_count
             if self.skin[k]:
@@ -529,12 +529,9 @@ class _GpuBaker:
 
 def _outputs_to_host(cb) -> None:
     """Skinning dispatches and copies of the whole batch are complete and visible to the CPU at the fence."""
-    from .gpu.vk import vk
+    from .gpu import barriers
 
-    mb = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                            dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
-    vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                            vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [mb], 0, None, 0, None)
+    barriers.record(cb, barriers.COMPUTE_AND_TRANSFER_TO_HOST)
 
 
 def _progress(total: int, enabled: bool | None):

@@ -233,7 +233,7 @@ def test_frames_in_flight_without_waiting(ctx):
             counters = rt.record(cb)
             assert counters.dispatched == (2 if f == 0 else 1)  # frame 0 also morphs Purple once
             # a consumer reading the morph output this frame (stands in for the vertex fetch of a draw)
-            barriers.compute_write_to_transfer_read(cb)
+            barriers.record(cb, barriers.COMPUTE_TO_TRANSFER)
             vk.vkCmdCopyBuffer(cb, red.vertex_buffer.handle, sink.handle, 1,
                                [vk.VkBufferCopy(srcOffset=red.vertex_offset, dstOffset=0, size=red.vertex_bytes)])
             ctx.end(cb)

@@ -254,13 +254,9 @@ class CopyFrames:
     @staticmethod
     def _serialize(cb):
         """Each frame's copy finishes before the next one (kernel or vkCmdCopyBuffer) writes the same buffer."""
-        from ..gpu.vk import vk
+        from ..gpu import barriers
 
-        stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-        mb = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                                dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
-                                | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-        vk.vkCmdPipelineBarrier(cb, stages, stages, 0, 1, [mb], 0, None, 0, None)
+        barriers.record(cb, barriers.COPIES_TO_COPIES)
 
     def frame(self, cb):
         from ..gpu.vk import vk
