@@ -451,28 +451,30 @@ class SceneRenderer:
         f["viewport"] = (*self._viewport, 0.0, 0.0)
         f["outline_color"] = OUTLINE_COLOR
         self.frame_ubos[slot].mapped[:] = f.view(np.uint8)
-        world = None
+        # the matrices come from the runtime's draw list (the embedding API's; refreshed where the skeleton moved),
+        # the items are the runtime's instances in the same order, then the ground
+        draws = self.runtime.draws(self.output_slots[slot])
         if self._slot_versions[slot] != self.skeleton.version or self._heat_applied != self.heat_joint:
-            world = self.skeleton.world_matrices()
-            for it in self.items:
-                if it.node is not None:  # skinned: world-space palette, so identity here (glTF ignores it)
-                    m = _col_major(np.eye(4) if it.skinned else world[it.node])
-                    for arr in it.push:
-                        arr["model"] = m
+            for it, d in zip(self.items, draws):
+                m = _col_major(d.world)   # skinned: identity (world-space palette; glTF ignores the node)
+                for arr in it.push:
+                    arr["model"] = m
                 # heat map: skinned items show the joint weight, other characters read as "no influence"
-                off = -1 if self.heat_joint < 0 or it.node is None else 10**6
-                it.push[PASS_FORWARD]["heat_joint"] = self.heat_joint if it.skinned else off
+                it.push[PASS_FORWARD]["heat_joint"] = self.heat_joint if it.skinned else (
+                    -1 if self.heat_joint < 0 else 10**6)
                 if it.skinned:
-                    mats = self.skeleton.skin_matrices(it.skin)
-                    self._palettes[(id(it), slot)].mapped[:] = palette_bytes(mats).reshape(-1).view(np.uint8)
+                    self._palettes[(id(it), slot)].mapped[:] = palette_bytes(d.joint_palette).reshape(-1).view(
+                        np.uint8)
+            for it in self.items[len(draws):]:      # the ground: no node, no heat
+                it.push[PASS_FORWARD]["heat_joint"] = -1
             self._slot_versions[slot] = self.skeleton.version
             self._heat_applied = self.heat_joint
         if len(self._blend_order) > 1:
-            world = self.skeleton.world_matrices() if world is None else world
+            model = {id(it): d.world for it, d in zip(self.items, draws)}
             eye = self.camera.eye
 
             def distance(it):
-                m = world[it.node] if it.node is not None and not it.skinned else np.eye(4)
+                m = model.get(id(it), np.eye(4))
                 return float(np.linalg.norm(m[:3, :3] @ it.center + m[:3, 3] - eye))
 
             self._blend_order.sort(key=distance, reverse=True)
