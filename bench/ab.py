@@ -72,7 +72,6 @@ def main():
     from vkmorph.gpu.context import Context
     from vkmorph.morph.gpu_data import nonzero_vertices
     from vkmorph.morph.reference import morph_reference
-    from vkmorph.render import morph_batch
     from vkmorph.render.morph_pass import MorphRuntime
 
     ctx = Context.create()
@@ -82,14 +81,8 @@ def main():
     cases.append(B.Case(14_000, 50, 0.1, 5, "heads", 256))
     if args.cases:
         cases = [cases[int(i)] for i in args.cases.split(",")]
-    shipped_kernel_for = morph_batch.kernel_for
-
     def build(scene, fmt, family):
-        morph_batch.kernel_for = lambda c, f, *_: family[f]
-        try:
-            return MorphRuntime(ctx, scene, delta_format=fmt)
-        finally:
-            morph_batch.kernel_for = shipped_kernel_for
+        return MorphRuntime(ctx, scene, delta_format=fmt, kernel=family)
 
     for case in cases:
         t0 = time.perf_counter()
@@ -105,8 +98,8 @@ def main():
         for fmt in args.formats.split(","):
             rts = {}
             try:
-                rts["wg"] = build(scene, fmt, morph_batch.SHADERS)
-                rts["vx"] = build(scene, fmt, morph_batch.CPU_SHADERS)
+                rts["wg"] = build(scene, fmt, "workgroup")
+                rts["vx"] = build(scene, fmt, "per-vertex")
                 wg = rts["wg"]
                 w = np.zeros(len(wg.pose.flat), np.float32)
                 active_deltas, counted = 0, {}

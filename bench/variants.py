@@ -64,7 +64,6 @@ def main():
     from vkmorph.gpu.context import Context
     from vkmorph.gpu.pipeline import ComputePipeline
     from vkmorph.morph.reference import morph_reference
-    from vkmorph.render import morph_batch
     from vkmorph.render.morph_pass import MorphRuntime
 
     # the layout follows the kernel family: every variant of one run must belong to the family built here
@@ -72,8 +71,7 @@ def main():
     if any(VARIANTS[n][0] is not family for n in names):
         sys.exit(f"variants {names}: all must be {'vertex' if args.vertex_layout else 'workgroup'} kernels "
                  "(--vertex-layout selects the per-vertex family)")
-    table = morph_batch.CPU_SHADERS if args.vertex_layout else morph_batch.SHADERS
-    morph_batch.kernel_for = lambda ctx, fmt, *_: table[fmt]
+    kernel = "per-vertex" if args.vertex_layout else "workgroup"
     shaders.SPIRV_DIRS = (tmp,) + tuple(shaders.SPIRV_DIRS)
     shaders.load_spirv.cache_clear()
     ctx = Context.create()
@@ -99,7 +97,7 @@ def main():
         for fmt in args.formats.split(","):
             line = []
             t0 = time.perf_counter()
-            rt = MorphRuntime(ctx, B.synthetic_scene([prim]), delta_format=fmt)
+            rt = MorphRuntime(ctx, B.synthetic_scene([prim]), delta_format=fmt, kernel=kernel)
             build = time.perf_counter() - t0
             batch = rt.batch
             shipped = batch.pipeline, batch.descriptor_sets

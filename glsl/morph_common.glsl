@@ -47,7 +47,8 @@ void writeVertex(uint o, vec4 b0, vec4 b1, vec4 b2, vec3 p, vec3 n, vec3 t) {
 }
 
 #ifdef VERTEX_LISTS
-// CPU devices and GPU batches with sparse blocks (mean block fill < 0.3, render/morph_batch.py: on a GPU the
+// CPU devices and GPU batches with sparse blocks (mean block fill below VERTEX_KERNEL_BELOW_FILL in
+// render/morph_batch.py: on a GPU the
 // workgroup kernel's per-thread work grows with the chunk's active blocks). On CPU devices lavapipe runs a
 // workgroup as SIMD batches of invocations and loads per lane; barriers, shared memory and per-block work for
 // every lane are what cost there (measured: a uniform walk of the block table was

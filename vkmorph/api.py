@@ -164,8 +164,13 @@ class Model:
                 raise
         self.instances = list(self.runtime.instances)
         self.names = [self._name(i) for i in self.instances]
-        self.skeleton = None
         self._bake_cache = None
+
+    @property
+    def skeleton(self):
+        """The runtime's skeleton (one per scene: ``runtime.state``); None once the model is closed."""
+        rt = getattr(self, "runtime", None)
+        return rt.skeleton if rt is not None else None
 
     # ------------------------------------------------------------------ what is in the file
     def _name(self, inst) -> str:
@@ -233,22 +238,7 @@ class Model:
 
     def _reset(self) -> None:
         """The file's default weights and the rest pose (so every frame depends only on its own arguments)."""
-        from .anim.skeleton import Skeleton
-
-        pose = self.runtime.pose
-        for node in pose.morph_nodes:
-            dw = self.scene.nodes[node].default_weights
-            cur = pose.weights(node)
-            pose.set_weights(node, dw if dw is not None and len(dw) == len(cur) else np.zeros(len(cur)))
-        if getattr(self, "skeleton", None) is None:
-            self.skeleton = Skeleton(self.scene)
-            self._rest = (self.skeleton.translation.copy(), self.skeleton.rotation.copy(),
-                          self.skeleton.scale.copy())
-        sk = self.skeleton
-        if not (np.array_equal(sk.translation, self._rest[0]) and np.array_equal(sk.rotation, self._rest[1])
-                and np.array_equal(sk.scale, self._rest[2])):
-            sk.translation[:], sk.rotation[:], sk.scale[:] = self._rest
-            sk.version += 1
+        self.runtime.state.reset()
 
     def _apply(self, clip, t, weights) -> None:
         """Rest pose + default weights, then the clip at ``t`` (clamped), then the weight overrides."""
@@ -285,7 +275,7 @@ class Model:
         return (world[s.joints] @ s.inverse_bind_matrices).astype(np.float32)
 
     # ------------------------------------------------------------------ public calls
-    def pose(self, weights=None, clip=None, time: float | None = None, space: str = "mesh",
+    def pose(self, weights=None, *, clip=None, time: float | None = None, space: str = "mesh",
              skinning: bool = True) -> Pose:
         """Positions, normals and indices of every primitive instance for one pose: the file's default weights,
         then ``clip`` sampled at ``time`` seconds (clamped, not looped), then ``weights`` ({target name: w} for
@@ -325,7 +315,7 @@ class Model:
         pad = 8 * np.finfo(np.float32).eps * max(float(np.abs(b).max()), 1e-30)
         return np.stack([b[0] - pad, b[1] + pad]).astype(np.float32)
 
-    def bake(self, clip=None, times=None, weights=None, space: str = "mesh", batch_frames: int | None = None,
+    def bake(self, clip=None, times=None, *, weights=None, space: str = "mesh", batch_frames: int | None = None,
              progress: bool | None = None, skinning: bool = True) -> Bake:
         """Sample ``clip`` at each of ``times`` (seconds) and return every frame's vertices, computed on the GPU
         in batches of ``batch_frames`` frames per command buffer (default: as many as fit in 64 MiB)."""
@@ -499,8 +489,8 @@ class _GpuBaker:
 
         m = self.m
         m.runtime.record(cb)
-        barriers.compute_write_to_compute_read(cb)
-        barriers.compute_write_to_transfer_read(cb)
+        barriers.record(cb, barriers.COMPUTE_TO_COMPUTE)
+        barriers.record(cb, barriers.COMPUTE_TO_TRANSFER)
         for k, inst in enumerate(self.insts):
             V = inst.prim.vertex_count
             if self.skin[k]:
@@ -539,12 +529,9 @@ class _GpuBaker:
 
 def _outputs_to_host(cb) -> None:
     """Skinning dispatches and copies of the whole batch are complete and visible to the CPU at the fence."""
-    from .gpu.vk import vk
+    from .gpu import barriers
 
-    mb = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                            dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
-    vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                            vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [mb], 0, None, 0, None)
+    barriers.record(cb, barriers.COMPUTE_AND_TRANSFER_TO_HOST)
 
 
 def _progress(total: int, enabled: bool | None):

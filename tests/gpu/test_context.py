@@ -61,7 +61,7 @@ def test_missing_barrier_is_reported(ctx):
         def rec(cb):
             vk.vkCmdUpdateBuffer(cb, src.handle, 0, data.nbytes, M.cffi_pointer(data))
             if with_barrier:
-                barriers.transfer_write_to_compute_read(cb)
+                barriers.record(cb, barriers.TRANSFER_TO_COMPUTE)
             pipe.bind(cb, dset)
             pipe.push(cb, M.cffi_pointer(push), push.nbytes)
             vk.vkCmdDispatch(cb, 1, 1, 1)

@@ -64,16 +64,15 @@ def check(rt, inst, weights):
     assert out["tangent"][:, 3].tobytes() == inst.prim.vertices["tangent"][:, 3].tobytes()
 
 
-@pytest.fixture(params=["device", "workgroup", "vertex"])
-def kernel(request, monkeypatch):
-    """Both morph kernels on whatever device runs the tests: the one chosen for the device, the workgroup
-    (shared-memory compaction) kernel GPUs use, and the per-vertex-list kernel CPU devices use."""
+@pytest.fixture(params=["auto", "workgroup", "per-vertex"])
+def kernel(request, ctx):
+    """Both morph kernels on whatever device runs the tests (``MorphRuntime(kernel=)``): the one chosen for the
+    device, the workgroup (shared-memory compaction) kernel GPUs use, and the per-vertex-list kernel CPU devices
+    use."""
     from vkmorph.render import morph_batch
 
-    if request.param == "workgroup":
-        monkeypatch.setattr(morph_batch, "CPU_SHADERS", morph_batch.SHADERS)
-    elif request.param == "vertex":
-        monkeypatch.setattr(morph_batch, "SHADERS", morph_batch.CPU_SHADERS)
+    if request.param == "workgroup" and not morph_batch.subgroup_ballot_in_compute(ctx):
+        pytest.skip("the workgroup kernel needs subgroup ballots in compute")
     return request.param
 
 
@@ -143,7 +142,7 @@ def test_random_sparse_meshes_match_reference(ctx, skinned, kernel):
     prims = [random_prim(rng, 1, 3, 1.0), random_prim(rng, 130, 5, 0.3),
              random_prim(rng, 517, 256, 0.02), random_prim(rng, 64, 4, 0.0)]
     scene = scene_of(prims, skinned)
-    with MorphRuntime(ctx, scene) as rt:
+    with MorphRuntime(ctx, scene, kernel=kernel) as rt:
         for _trial in range(2):
             ws = {}
             for inst in rt.morphing:
@@ -234,7 +233,7 @@ def test_frames_in_flight_without_waiting(ctx):
             counters = rt.record(cb)
             assert counters.dispatched == (2 if f == 0 else 1)  # frame 0 also morphs Purple once
             # a consumer reading the morph output this frame (stands in for the vertex fetch of a draw)
-            barriers.compute_write_to_transfer_read(cb)
+            barriers.record(cb, barriers.COMPUTE_TO_TRANSFER)
             vk.vkCmdCopyBuffer(cb, red.vertex_buffer.handle, sink.handle, 1,
                                [vk.VkBufferCopy(srcOffset=red.vertex_offset, dstOffset=0, size=red.vertex_bytes)])
             ctx.end(cb)
@@ -292,25 +291,44 @@ def test_output_slots_catch_up_on_what_changed_since_they_were_written(ctx):
                 assert np.abs(rt.read_vertices(inst.node, slot=k)["position"] - p).max() < 1e-5
 
 
-def test_many_changed_primitives_use_one_dispatch(ctx):
-    from vkmorph.render.morph_pass import FEW_DIRTY, MorphRuntime
+def test_changed_primitives_dispatch_their_merged_ranges_whatever_their_number(ctx, kernel):
+    """k changed primitives of N dispatch exactly their chunks, adjacent ones merged into one range, for any k
+    (the old code dispatched everything above 4): the counters say what was recorded, every output slot ends up
+    exact against the numpy reference under synchronization validation, and unchanged ones are not touched."""
+    from vkmorph.morph.gpu_data import CHUNK
+    from vkmorph.render.morph_pass import MorphRuntime
 
     rng = np.random.default_rng(11)
-    prims = [random_prim(rng, int(rng.integers(1, 300)), int(rng.integers(1, 9)), 0.3) for _ in range(FEW_DIRTY + 3)]
-    with MorphRuntime(ctx, scene_of(prims, skinned=True)) as rt:
-        for _ in range(2):
-            ws = _random_scene_weights(rt, rng)
-            ctx.submit_and_wait(rt.record)
+    prims = [random_prim(rng, int(rng.integers(1, 700)), int(rng.integers(1, 9)), 0.3) for _ in range(12)]
+    chunks = [-(-p.vertex_count // CHUNK) for p in prims]      # chunks of 256 vertices, from the file's data
+    with MorphRuntime(ctx, scene_of(prims, skinned=True), slots=2, kernel=kernel) as rt:
+        nodes = rt.pose.morph_nodes
+        ws = _random_scene_weights(rt, rng)
+        for slot in (0, 1):
+            ctx.submit_and_wait(lambda cb, s=slot: rt.record(cb, slot=s))
             c = rt.last_counters
-            assert (c.dispatched, c.dispatch_calls, c.barriers) == (len(prims), 1, 3)
+            assert (c.dispatched, c.dispatch_ranges, c.groups, c.barriers) == (12, 1, sum(chunks), 3)
+        changed = [0, 1, 3, 5, 6, 7, 9, 11]                  # runs [0, 1] [3] [5, 7] [9] [11]: 5 ranges
+        for k in changed:
+            rt.set_weights(nodes[k], 0.05 + 0.9 * rng.random(rt.morphing[k].target_count))
+            ws[nodes[k]] = rt.pose.weights(nodes[k]).copy()
+        for slot in (0, 1):
+            ctx.submit_and_wait(lambda cb, s=slot: rt.record(cb, slot=s))
+            c = rt.last_counters
+            assert (c.dispatched, c.skipped, c.dispatch_ranges) == (8, 4, 5)
+            assert c.dispatch_calls == 5 and c.groups == sum(chunks[k] for k in changed)
             for inst in rt.morphing:
-                check(rt, inst, ws[inst.node][: inst.target_count])
-        rt.set_weights(rt.pose.morph_nodes[2], np.zeros(rt.morphing[2].target_count))
+                out = rt.read_vertices(inst, slot=slot)
+                p, _, _, _ = expected(inst.prim, ws[inst.node][: inst.target_count])
+                size = float(np.ptp(inst.prim.vertices["position"], axis=0).max()) or 1.0
+                assert np.abs(out["position"] - p).max() <= 1e-5 * size
+        ctx.submit_and_wait(lambda cb: rt.record(cb, slot=0))
+        assert rt.last_counters.pose_skipped and rt.last_counters.groups == 0
+        rt.set_weights(nodes[2], np.zeros(rt.morphing[2].target_count))
         ctx.submit_and_wait(rt.record)
         c = rt.last_counters
-        assert (c.dispatched, c.dispatch_calls, c.skipped) == (1, 1, len(prims) - 1)
+        assert (c.dispatched, c.dispatch_calls, c.skipped, c.groups) == (1, 1, 11, chunks[2])
         check(rt, rt.morphing[2], np.zeros(rt.morphing[2].target_count))
-
 
 def test_compact_deltas_within_stated_bound(ctx, kernel):
     """18-byte snorm16 deltas: |error| per position component <= sum(w_t * scale_t) / 65534 (+ float rounding)."""
@@ -321,7 +339,7 @@ def test_compact_deltas_within_stated_bound(ctx, kernel):
     # 90 targets: the workgroup kernel walks each chunk's table in two rounds (ROUND = 64 entries)
     prims = [random_prim(rng, 257, 12, 0.4), random_prim(rng, 64, 3, 1.0), random_prim(rng, 300, 90, 0.3)]
     scene = scene_of(prims)
-    with MorphRuntime(ctx, scene, delta_format="compact") as rt:
+    with MorphRuntime(ctx, scene, delta_format="compact", kernel=kernel) as rt:
         # 18 bytes per delta: a uvec4 of snorm16 pairs + a 16-bit tangent z (plus the zero delta at index 0)
         D = rt.total_deltas + 1
         assert (rt.gpu_bytes["deltas"], rt.gpu_bytes["deltas_tz"]) == (16 * D, 4 * ((D + 1) // 2))

@@ -8,7 +8,7 @@ from vkmorph import UsageError, load_scene
 from vkmorph.asset.model import MorphWeightChannel
 from vkmorph.morph.gpu_data import build_gpu_morph_data
 from vkmorph.morph.reference import morph_reference
-from vkmorph.morph.state import SceneMorphPose, WeightClampedWarning, file_weight_range
+from vkmorph.morph.state import AppliedVersions, SceneMorphPose, WeightClampedWarning, file_weight_range
 
 
 def face_file(tmp_path, names=("JawOpen", "Smile", "JawSmileFix", "SmileHalf"), default=(0.0, -0.5, 0.0, 0.0),
@@ -25,28 +25,56 @@ def face_file(tmp_path, names=("JawOpen", "Smile", "JawSmileFix", "SmileHalf"), 
 
 
 def test_version_moves_only_on_real_change():
+    """``version`` and the node's entry of ``node_versions`` move together, on a real change only; reading them
+    changes nothing (any number of readers compare against what they applied)."""
     scene = load_scene()
     pose = SceneMorphPose(scene)
     nodes = pose.morph_nodes
-    assert len(nodes) == 2 and pose.take_dirty() == set(nodes)
+    red = scene.node_index("Red")
+    assert len(nodes) == 2 and pose.version == 0 and not pose.node_versions.any()
     assert not pose.set_weights(nodes[0], [0.0, 0.0]) and pose.version == 0
     assert pose.set_weights("Red", [0.25, 1.0]) and pose.version == 1
     assert not pose.set_weights("Red", [0.25, 1.0]) and pose.version == 1
-    assert pose.take_dirty() == {scene.node_index("Red")}
-    # set_flat changing every node hands out all_nodes itself (no set built), once; partial changes a set
-    assert pose.set_flat(np.full(len(pose.flat), 0.5)) == 2 and pose.take_dirty() is pose.all_nodes
-    assert pose.all_nodes == set(nodes) and pose.take_dirty() == set()
+    assert pose.node_versions[red] == 1 and [pose.node_versions[n] for n in nodes].count(0) == 1
+    assert pose.set_flat(np.full(len(pose.flat), 0.5)) == 2 and pose.version == 2
+    assert all(pose.node_versions[n] == 2 for n in nodes)
     half = pose.flat.copy()
     half[pose.slice_of("Red")] = 0.75
-    assert pose.set_flat(half) == 1 and pose.take_dirty() == {scene.node_index("Red")}
-    assert pose.set_weights("Red", [0.0, 0.0]) and pose.set_flat(np.full(len(pose.flat), 0.25)) == 2
-    assert pose.take_dirty() == set(nodes)
+    assert pose.set_flat(half) == 1 and pose.node_versions[red] == 3
+    assert [pose.node_versions[n] for n in nodes if n != red] == [2]
+    pose.mark_changed("Red")
+    assert pose.version == 4 and pose.node_versions[red] == 4
     with pytest.raises(UsageError):
         pose.set_weights("Red", [1.0])
     with pytest.raises(UsageError, match="no morph targets"):
         pose.set_weights("Blue", [1.0, 0.0])
     with pytest.raises(ValueError):
         pose.weights("Red")[0] = 1.0  # read-only view: edits must go through set_weight(s)
+    with pytest.raises(ValueError):
+        pose.flat[0] = 0.9            # the flat weights too: a write there would bypass every version
+    with pytest.raises(ValueError):
+        pose.node_versions[red] = 0
+    assert pose.version == 4 and pose.flat[pose.slice_of("Red")][0] == 0.75
+
+
+def test_every_consumer_sees_every_change_once():
+    """Two consumers (e.g. two output slots, or the runtime and a host's cache) track the same pose: reading
+    never hides a change from the other (the old take_dirty() emptied one shared set on read)."""
+    scene = load_scene()
+    pose = SceneMorphPose(scene)
+    nodes = pose.morph_nodes
+    a, b = AppliedVersions(nodes), AppliedVersions(nodes)
+    idx, cur = a.changed(0, pose.node_versions)
+    assert idx.tolist() == [0, 1] and not a.up_to_date(0, pose.version)
+    a.applied(0, pose.version, idx, cur)
+    assert a.up_to_date(0, pose.version) and not len(a.changed(0, pose.node_versions)[0])
+    pose.set_weights(nodes[1], [0.3, 0.0])
+    for _ in range(2):                       # reading twice gives the same answer: no side effects
+        assert a.changed(0, pose.node_versions)[0].tolist() == [1]
+        assert b.changed(0, pose.node_versions)[0].tolist() == [0, 1]
+    idx, cur = a.changed(0, pose.node_versions)
+    a.applied(0, pose.version, idx, cur)
+    assert b.changed(0, pose.node_versions)[0].tolist() == [0, 1] and a.up_to_date(0, pose.version)
 
 
 def test_weight_range_comes_from_the_file(tmp_path):
@@ -210,3 +238,41 @@ def test_gpu_pass_applies_correctives_in_one_pass(ctx, tmp_path):
         expected = effective_weights(user, CURVE)
         dense = prim.vertices["position"] + sum(e * t.position_deltas for e, t in zip(expected, prim.morph_targets))
         np.testing.assert_allclose(out["position"], dense, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_lost_updates_cannot_happen(ctx):
+    """The issue's two reproductions. (1) ``rt.pose.flat[0] = 0.9`` then record(): the write used to land in the
+    weights without moving a version, so record() skipped the pose and the GPU never saw it; now the write is
+    refused and the GPU output always equals the reference at the pose's weights. (2) Another reader of the pose
+    (the old ``take_dirty()``) made the next record() dispatch nothing, for good; now readers have no side effect,
+    so a change reaches the GPU whatever else reads the pose."""
+    from vkmorph.render.morph_pass import MorphRuntime
+
+    scene = load_scene()
+    with MorphRuntime(ctx, scene) as rt:
+        ctx.submit_and_wait(rt.record)
+        refused = False
+        try:
+            rt.pose.flat[0] = 0.9
+        except ValueError:
+            refused = True
+        ctx.submit_and_wait(rt.record)
+
+        def assert_gpu_matches_pose():
+            for inst in rt.morphing:
+                w = rt.pose.flat[rt.pose.slice_of(inst.node)][: inst.target_count].astype(np.float64)
+                p, _, _ = morph_reference(inst.prim, w)
+                assert np.abs(rt.read_vertices(inst)["position"] - p).max() < 1e-5
+
+        assert_gpu_matches_pose()
+        assert refused
+        node = rt.pose.morph_nodes[0]
+        rt.set_weights(node, [0.6, 0.2])
+        reader = getattr(rt.pose, "take_dirty", None)     # a second consumer reading the pose first
+        if reader is not None:
+            reader()
+        AppliedVersions(rt.pose.morph_nodes).changed(0, rt.pose.node_versions)
+        ctx.submit_and_wait(rt.record)
+        assert rt.last_counters.dispatched == 1
+        assert_gpu_matches_pose()

@@ -1,6 +1,9 @@
-"""AnimationPlayer (seed 000): advances time, samples clips, writes the SceneMorphPose and node transforms.
+"""AnimationPlayer (seed 000): advances time, samples clips, writes the scene's state (weights and node
+transforms) through its setters.
 
-It never touches the GPU; the render layer picks up changes through version numbers.
+It never touches the GPU; the render layer picks up changes through version numbers. Give it the state the
+renderer draws: ``AnimationPlayer(scene, rt.state)`` (or ``rt`` itself, or ``rt.pose, rt.skeleton``), so the
+runtime's draws and bounds follow the animation.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from .skeleton import Skeleton
 
 
 class AnimationPlayer:
-    def __init__(self, scene: SceneAsset, pose: SceneMorphPose, skeleton: Skeleton | None = None):
+    def __init__(self, scene: SceneAsset, pose, skeleton: Skeleton | None = None):
+        """``pose``: a ``SceneMorphPose``, or anything holding one with its skeleton (``SceneState``,
+        ``MorphRuntime``: ``.pose`` and ``.skeleton``); ``skeleton``: the node transforms to animate (None with a
+        bare pose: morph channels only)."""
+        if not isinstance(pose, SceneMorphPose) and isinstance(getattr(pose, "pose", None), SceneMorphPose):
+            skeleton = pose.skeleton if skeleton is None else skeleton
+            pose = pose.pose
+        if not isinstance(pose, SceneMorphPose):
+            raise UsageError(f"AnimationPlayer needs a SceneMorphPose or a SceneState, got {type(pose).__name__}")
         self.scene, self.pose, self.skeleton = scene, pose, skeleton
         self.clip: AnimationClip | None = scene.animations[0] if scene.animations else None
         self.time = 0.0

@@ -254,13 +254,9 @@ class CopyFrames:
     @staticmethod
     def _serialize(cb):
         """Each frame's copy finishes before the next one (kernel or vkCmdCopyBuffer) writes the same buffer."""
-        from ..gpu.vk import vk
+        from ..gpu import barriers
 
-        stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-        mb = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                                dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
-                                | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-        vk.vkCmdPipelineBarrier(cb, stages, stages, 0, 1, [mb], 0, None, 0, None)
+        barriers.record(cb, barriers.COPIES_TO_COPIES)
 
     def frame(self, cb):
         from ..gpu.vk import vk
@@ -404,6 +400,97 @@ def cpu_frame_costs(ctx, counts=(1, 10, 100, 1000, 10000), repeats: int = 30) ->
             rt.destroy()
     finally:
         ctx.free_command_buffer(cb)
+    return rows
+
+
+def draw_frame_costs(ctx, counts=(1, 100, 1000, 10000), repeats: int = 30) -> list[dict]:
+    """Per frame, for N primitive instances (N nodes): ``record()`` then ``draws()``, each timed in wall time and
+    in this thread's CPU time (``time.thread_time``: immune to other processes on a loaded host), median ms.
+    "unchanged": nothing moved since the last frame; "changed": every weight and every node's transform moved,
+    so record() uploads and dispatches everything and the draw list rewrites every matrix."""
+    from ..gpu.vk import vk
+    from ..render.morph_pass import MorphRuntime
+
+    rows = []
+    cb = ctx.allocate_command_buffer()
+    try:
+        prim = synthetic_primitive(64, 8, 0.5, seed=1)
+        for n in counts:
+            rt = MorphRuntime(ctx, synthetic_scene([prim] * n))
+            base = np.random.default_rng(0).random(len(rt.pose.flat)).astype(np.float32)
+            alt = base * 0.5
+            t0 = np.asarray(rt.skeleton.translation).copy()
+            times = {(m, what, clock): [] for m in ("unchanged", "changed") for what in ("record", "draws")
+                     for clock in ("wall", "cpu")}
+            for mode in ("changed", "unchanged"):
+                for i in range(repeats + 3):
+                    if mode == "changed":
+                        rt.pose.set_flat(alt if i % 2 else base)
+                        rt.skeleton.set_local(translation=t0 + (0.01 * (i % 2 + 1), 0.0, 0.0))
+                    ctx.begin(cb)
+                    w, c = time.perf_counter(), time.thread_time()
+                    rt.record(cb)
+                    w1, c1 = time.perf_counter(), time.thread_time()
+                    draws = rt.draws()
+                    w2, c2 = time.perf_counter(), time.thread_time()
+                    ctx.end(cb)
+                    vk.vkResetCommandBuffer(cb, 0)
+                    assert len(draws) == n
+                    if i >= 3:
+                        for what, dw, dc in (("record", w1 - w, c1 - c), ("draws", w2 - w1, c2 - c1)):
+                            times[(mode, what, "wall")].append(dw * 1e3)
+                            times[(mode, what, "cpu")].append(dc * 1e3)
+            row = {"primitives": n}
+            for (mode, what, clock), v in times.items():
+                row[f"{what}_{mode}_{clock}_ms"] = float(np.median(v))
+            rows.append(row)
+            rt.destroy()
+    finally:
+        ctx.free_command_buffer(cb)
+    return rows
+
+
+def draw_costs_line(c: dict) -> str:
+    return (f"record()+draws(), {c['primitives']:>5} primitives: unchanged record {c['record_unchanged_cpu_ms']:.4f} "
+            f"+ draws {c['draws_unchanged_cpu_ms']:.4f} ms CPU (wall {c['record_unchanged_wall_ms']:.4f} + "
+            f"{c['draws_unchanged_wall_ms']:.4f}); all changed record {c['record_changed_cpu_ms']:.3f} + draws "
+            f"{c['draws_changed_cpu_ms']:.3f} ms CPU (wall {c['record_changed_wall_ms']:.3f} + "
+            f"{c['draws_changed_wall_ms']:.3f})")
+
+
+def dirty_scaling(ctx, timer, n: int = 1000, ks=None, frames: int = 3) -> list[dict]:
+    """GPU time per frame when k of N primitives change (k = 1, 5, 50, N/2, N), the changed ones spread evenly so
+    none is adjacent to another (k merged ranges) until k = N (one). With the dirty ranges dispatched, time grows
+    with k, not with N; the counters report the workgroups really dispatched."""
+    from ..render.morph_pass import MorphRuntime
+
+    ks = ks or (1, 5, 50, n // 2, n)
+    prim = synthetic_primitive(256, 8, 0.5, seed=2)
+    rt = MorphRuntime(ctx, synthetic_scene([prim] * n))
+    rows = []
+    try:
+        nodes = rt.pose.morph_nodes
+        base = np.random.default_rng(1).random(len(rt.pose.flat)).astype(np.float32)
+        rt.pose.set_flat(base)
+        timer.run([rt.record], 1)
+        for k in ks:
+            pick = [nodes[i] for i in np.linspace(0, n - 1, k).round().astype(int)] if k < n else nodes
+            flip = [0]
+            counters = []
+
+            def frame(cb, pick=pick, flip=flip, counters=counters):
+                flip[0] ^= 1
+                for node in pick:
+                    sl = rt.pose.slice_of(node)
+                    rt.set_weights(node, base[sl] * (0.5 if flip[0] else 1.0))
+                counters.append(rt.record(cb))
+
+            ms = min(timer.run([frame], frames)[0] for _ in range(3))
+            c = counters[-1]
+            rows.append({"primitives": n, "changed": k, "gpu_ms": ms, "dispatched": c.dispatched,
+                         "dispatch_ranges": c.dispatch_ranges, "groups": c.groups, "kernel": rt.batch.kernel_family})
+    finally:
+        rt.destroy()
     return rows
 
 
@@ -779,6 +866,13 @@ def _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, 
     for c in cpu:
         say(f"CPU per frame, {c['primitives']:>5} primitives: unchanged {c['unchanged_ms']:.4f} ms, all "
             f"changed {c['changed_ms']:.3f} ms")
+    draws = report["draws_per_frame"] = draw_frame_costs(ctx, (1, 100) if quick else (1, 100, 1000, 10000))
+    for c in draws:
+        say(draw_costs_line(c))
+    dirty = report["dirty_scaling"] = dirty_scaling(ctx, timer, 100 if quick else 1000)
+    for d in dirty:
+        say(f"{d['changed']:>5} of {d['primitives']} primitives changed: GPU {d['gpu_ms']:.3f} ms per frame, "
+            f"{d['dispatch_ranges']} ranges, {d['groups']} workgroups")
     if bar is not None:
         bar.update(2)
     bake = report["bake"] = bake_throughput(BAKE_FRAMES_QUICK if quick else BAKE_FRAMES)
@@ -895,6 +989,18 @@ def _roofline_tables(report: dict) -> list[str]:
     for c in report["cpu_per_frame"]:
         out.append(f"| {c['primitives']:,} | {c['unchanged_ms']:.4f} | {c['changed_ms']:.3f} | "
                    f"{c['dispatch_calls_changed']} |")
+    if report.get("draws_per_frame"):
+        out += ["", "| primitives | record() unchanged ms CPU (wall) | draws() unchanged ms CPU (wall) | "
+                "record() all changed ms CPU (wall) | draws() all changed ms CPU (wall) |", "|---|---|---|---|---|"]
+        for c in report["draws_per_frame"]:
+            out.append(" | ".join([f"| {c['primitives']:,}"] + [
+                f"{c[f'{w}_{m}_cpu_ms']:.4f} ({c[f'{w}_{m}_wall_ms']:.4f})"
+                for m in ("unchanged", "changed") for w in ("record", "draws")]) + " |")
+    if report.get("dirty_scaling"):
+        out += ["", "| changed of N primitives | GPU ms per frame | ranges | workgroups |", "|---|---|---|---|"]
+        for d in report["dirty_scaling"]:
+            out.append(f"| {d['changed']:,} of {d['primitives']:,} | {d['gpu_ms']:.3f} | {d['dispatch_ranges']} | "
+                       f"{d['groups']:,} |")
     out += ["", "| format | heads in one batch | GPU us per Dawn-like head (14k verts, 50 targets, 5 active) | "
             "heads per 16.6 ms | fraction | copy GB/s (same window) |", "|---|---|---|---|---|---|"]
     for c in report["characters"]:

@@ -13,6 +13,7 @@ import ctypes
 import numpy as np
 
 from ..errors import GpuError
+from ..gpu import barriers
 from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
@@ -173,19 +174,11 @@ class ImGuiRenderer:
         staging = M.host_buffer(self.ctx, raw.nbytes, M.TRANSFER_SRC, name="imgui texture staging")
         try:
             staging.mapped[:raw.nbytes] = raw
-            rng = vk.VkImageSubresourceRange(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0, levelCount=1,
-                                             baseArrayLayer=0, layerCount=1)
 
             def record(cb):
-                to_dst = vk.VkImageMemoryBarrier(
-                    srcAccessMask=0 if first else vk.VK_ACCESS_SHADER_READ_BIT,
-                    dstAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                    oldLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, newLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
-                    srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-                    image=image.handle, subresourceRange=rng)
-                vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT if first
-                                        else vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT,
-                                        vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, None, 0, None, 1, [to_dst])
+                # first upload: a new image; later: the previous frames sampled it (all before this submission)
+                barriers.record_image(cb, barriers.UNDEFINED_TO_TRANSFER_DST if first
+                                      else barriers.SAMPLED_TO_TRANSFER_DST, image.handle)
                 region = vk.VkBufferImageCopy(
                     bufferOffset=0, bufferRowLength=0, bufferImageHeight=0,
                     imageSubresource=vk.VkImageSubresourceLayers(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT,
@@ -193,14 +186,7 @@ class ImGuiRenderer:
                     imageOffset=vk.VkOffset3D(0, 0, 0), imageExtent=vk.VkExtent3D(image.width, image.height, 1))
                 vk.vkCmdCopyBufferToImage(cb, staging.handle, image.handle, vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
                                           1, [region])
-                to_read = vk.VkImageMemoryBarrier(
-                    srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT,
-                    oldLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
-                    newLayout=vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
-                    srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-                    image=image.handle, subresourceRange=rng)
-                vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT,
-                                        0, 0, None, 0, None, 1, [to_read])
+                barriers.record_image(cb, barriers.UPLOADED_TO_SAMPLED, image.handle)
 
             self.ctx.submit_and_wait(record)
         finally:

@@ -1,10 +1,14 @@
-"""Named pipeline barriers. Each says what it orders and why, so a frame reads like a dependency graph.
+"""Named pipeline barriers: every vkCmdPipelineBarrier vkmorph records is one of these values. Each says what it
+orders and why, so a frame reads like a dependency graph.
 
-Global memory barriers (VkMemoryBarrier) are used: on every desktop driver they cost the same as buffer
-barriers for the whole range and the synchronization validation layer understands them exactly.
+Buffers: global memory barriers (VkMemoryBarrier): on every desktop driver they cost the same as buffer barriers
+for the whole range and the synchronization validation layer understands them exactly. Each is a ``Barrier``
+value (stages and access masks, legacy and synchronization2 forms) so a host can be handed the barrier vkmorph
+would record and merge it with its own; ``record(cb, barrier)`` records it.
 
-Each barrier is a ``Barrier`` value (stages and access masks, legacy and synchronization2 forms) so a host can
-be handed the barrier vkmorph would record and merge it with its own; ``record(cb, barrier)`` records it.
+Images: an ``ImageBarrier`` is a layout transition with its memory dependency (stages, accesses, old and new
+layout); ``record_image(cb, transition, image, ...)`` records it for some mip levels of one image, or for several
+images / level ranges in one call (``record_images``).
 """
 
 from __future__ import annotations
@@ -46,6 +50,42 @@ def record(cb, b: Barrier) -> int:
     """Record ``b`` into ``cb`` with vkCmdPipelineBarrier; returns 1 (for barrier counters)."""
     vk.vkCmdPipelineBarrier(cb, b.src_stage, b.dst_stage, 0, 1, [b.memory_barrier()], 0, None, 0, None)
     return 1
+
+
+@dataclass(frozen=True)
+class ImageBarrier:
+    """One image layout transition: ``src_*`` happen-before (and are visible to) ``dst_*``, and the image's
+    subresources go from ``old_layout`` to ``new_layout`` (UNDEFINED: the old contents are discarded)."""
+
+    name: str
+    src_stage: int
+    src_access: int
+    dst_stage: int
+    dst_access: int
+    old_layout: int
+    new_layout: int
+
+    def image_barrier(self, image, aspect: int, base_level: int = 0, levels: int = 1):
+        return vk.VkImageMemoryBarrier(
+            srcAccessMask=self.src_access, dstAccessMask=self.dst_access, oldLayout=self.old_layout,
+            newLayout=self.new_layout, srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+            dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=image,
+            subresourceRange=vk.VkImageSubresourceRange(aspectMask=aspect, baseMipLevel=base_level,
+                                                        levelCount=levels, baseArrayLayer=0, layerCount=1))
+
+
+def record_images(cb, b: ImageBarrier, subresources, aspect: int = vk.VK_IMAGE_ASPECT_COLOR_BIT) -> int:
+    """Record ``b`` for each (image handle, first level, level count) of ``subresources`` in one
+    vkCmdPipelineBarrier; returns 1 (for barrier counters)."""
+    items = [b.image_barrier(image, aspect, first, count) for image, first, count in subresources]
+    vk.vkCmdPipelineBarrier(cb, b.src_stage, b.dst_stage, 0, 0, None, 0, None, len(items), items)
+    return 1
+
+
+def record_image(cb, b: ImageBarrier, image, *, base_level: int = 0, levels: int = 1,
+                 aspect: int = vk.VK_IMAGE_ASPECT_COLOR_BIT) -> int:
+    """Record ``b`` for mip levels ``base_level .. base_level + levels - 1`` of ``image`` (a VkImage)."""
+    return record_images(cb, b, [(image, base_level, levels)], aspect)
 
 
 def _b(name, src_stage, src_access, dst_stage, dst_access, **sync2) -> Barrier:
@@ -106,37 +146,57 @@ TRANSFER_TO_HOST = _b(
     S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
     S.VK_PIPELINE_STAGE_HOST_BIT, S.VK_ACCESS_HOST_READ_BIT)
 
+COPIES_TO_COPIES = _b(
+    # bench: each frame's copy (compute kernel or vkCmdCopyBuffer) finishes before the next one rewrites the buffer
+    "copy -> copy",
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_TRANSFER_BIT,
+    S.VK_ACCESS_SHADER_WRITE_BIT | S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_TRANSFER_BIT,
+    S.VK_ACCESS_SHADER_READ_BIT | S.VK_ACCESS_SHADER_WRITE_BIT | S.VK_ACCESS_TRANSFER_READ_BIT
+    | S.VK_ACCESS_TRANSFER_WRITE_BIT)
+COMPUTE_AND_TRANSFER_TO_HOST = _b(
+    # baked outputs (written by a dispatch or a copy) read by the CPU once the fence signals
+    "compute/transfer write -> host read",
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_TRANSFER_BIT,
+    S.VK_ACCESS_SHADER_WRITE_BIT | S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_HOST_BIT, S.VK_ACCESS_HOST_READ_BIT)
+
+L = vk  # layouts
+UNDEFINED_TO_TRANSFER_DST = ImageBarrier(
+    "undefined -> transfer dst",  # a new (or discarded) image about to be written by a copy or blit
+    S.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0, S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    L.VK_IMAGE_LAYOUT_UNDEFINED, L.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL)
+SAMPLED_TO_TRANSFER_DST = ImageBarrier(
+    # re-upload of a texture the fragment shader sampled in earlier frames (WAR); old contents discarded
+    "sampled -> transfer dst",
+    S.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT,
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    L.VK_IMAGE_LAYOUT_UNDEFINED, L.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL)
+BLIT_SOURCE_READY = ImageBarrier(
+    "transfer dst -> blit source",  # a mip level written (copy or previous blit) is read by the next blit
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_READ_BIT,
+    L.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, L.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL)
+BLIT_SOURCE_TO_SAMPLED = ImageBarrier(
+    "blit source -> sampled",  # the blit has read the level; the fragment shader samples it from now on
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_READ_BIT,
+    S.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT,
+    L.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, L.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
+UPLOADED_TO_SAMPLED = ImageBarrier(
+    "transfer dst -> sampled",  # written by a copy or the last blit, sampled by the fragment shader
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT,
+    L.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, L.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL)
+PRESENT_TO_TRANSFER_SRC = ImageBarrier(
+    "presentable -> transfer src",  # screenshot: the frame's colour writes land before the copy reads the image
+    S.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, S.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_READ_BIT,
+    L.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR, L.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL)
+TRANSFER_SRC_TO_PRESENT = ImageBarrier(
+    # back to presentation after the copy; the present semaphore orders what follows, so no access to make visible
+    "transfer src -> presentable",
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, S.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0,
+    L.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, L.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR)
+
 # where the morph output goes next -> the final barrier MorphRuntime.record() records
 CONSUMERS = {"vertex": COMPUTE_TO_VERTEX, "compute": COMPUTE_TO_COMPUTE, "transfer": COMPUTE_TO_TRANSFER}
-
-
-def transfer_write_to_compute_read(cb) -> None:
-    record(cb, TRANSFER_TO_COMPUTE)
-
-
-def compute_write_to_vertex_read(cb) -> None:
-    record(cb, COMPUTE_TO_VERTEX)
-
-
-def compute_write_to_transfer_read(cb) -> None:
-    record(cb, COMPUTE_TO_TRANSFER)
-
-
-def compute_write_to_compute_read(cb) -> None:
-    record(cb, COMPUTE_TO_COMPUTE)
-
-
-def previous_frame_to_morph_writes(cb) -> None:
-    record(cb, PREVIOUS_FRAME_TO_MORPH)
-
-
-def transfer_write_to_all(cb) -> None:
-    record(cb, TRANSFER_TO_ALL)
-
-
-def all_to_transfer_read(cb) -> None:
-    record(cb, ALL_TO_TRANSFER_READ)
-
-
-def transfer_write_to_host_read(cb) -> None:
-    record(cb, TRANSFER_TO_HOST)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import barriers
 from . import memory as M
 from .context import Context
 from .vk import call, vk
@@ -100,30 +101,12 @@ def mip_count(width: int, height: int) -> int:
     return int(np.floor(np.log2(max(width, height)))) + 1
 
 
-def _level_barrier(image, level: int, old: int, new: int, src_access: int, dst_access: int):
-    return vk.VkImageMemoryBarrier(
-        srcAccessMask=src_access, dstAccessMask=dst_access, oldLayout=old, newLayout=new,
-        srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-        image=image, subresourceRange=vk.VkImageSubresourceRange(
-            aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=level, levelCount=1, baseArrayLayer=0,
-            layerCount=1))
-
-
-def _pipeline_barrier(cb, src_stage: int, dst_stage: int, image_barriers: list) -> None:
-    vk.vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 0, None, 0, None, len(image_barriers), image_barriers)
-
-
 def record_mip_upload(cb, image: Image, staging_handle, staging_offset: int) -> int:
     """Copy level 0 from the staging buffer and blit the rest of the chain; returns the barriers recorded."""
-    T, FS = vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT
     L = vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
-    READ = vk.VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL
     h = image.handle
-    # undefined_to_transfer_dst: every level, before the copy and the blits write them
-    _pipeline_barrier(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, T, [
-        _level_barrier(h, lv, vk.VK_IMAGE_LAYOUT_UNDEFINED, L[0], 0, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-        for lv in range(image.mip_levels)])
-    count = 1
+    # every level, before the copy and the blits write them
+    count = barriers.record_image(cb, barriers.UNDEFINED_TO_TRANSFER_DST, h, levels=image.mip_levels)
     region = vk.VkBufferImageCopy(
         bufferOffset=staging_offset, bufferRowLength=0, bufferImageHeight=0,
         imageSubresource=vk.VkImageSubresourceLayers(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0,
@@ -132,24 +115,19 @@ def record_mip_upload(cb, image: Image, staging_handle, staging_offset: int) -> 
     vk.vkCmdCopyBufferToImage(cb, staging_handle, h, L[0], 1, [region])
     w, ht = image.width, image.height
     for lv in range(1, image.mip_levels):
-        # blit_source_ready: level lv-1 was written (copy or previous blit); it is now read by this blit
-        _pipeline_barrier(cb, T, T, [_level_barrier(h, lv - 1, L[0], L[1], vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                                                    vk.VK_ACCESS_TRANSFER_READ_BIT)])
+        # level lv-1 was written (copy or previous blit); it is now read by this blit
+        count += barriers.record_image(cb, barriers.BLIT_SOURCE_READY, h, base_level=lv - 1)
         nw, nh = max(1, w // 2), max(1, ht // 2)
         sub = [vk.VkImageSubresourceLayers(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=m, baseArrayLayer=0,
                                            layerCount=1) for m in (lv - 1, lv)]
         blit = vk.VkImageBlit(srcSubresource=sub[0], srcOffsets=[vk.VkOffset3D(0, 0, 0), vk.VkOffset3D(w, ht, 1)],
                               dstSubresource=sub[1], dstOffsets=[vk.VkOffset3D(0, 0, 0), vk.VkOffset3D(nw, nh, 1)])
         vk.vkCmdBlitImage(cb, h, L[1], h, L[0], 1, [blit], vk.VK_FILTER_LINEAR)
-        # level_done: the blit has read level lv-1; the fragment shader samples it from now on
-        _pipeline_barrier(cb, T, FS, [_level_barrier(h, lv - 1, L[1], READ, vk.VK_ACCESS_TRANSFER_READ_BIT,
-                                                     vk.VK_ACCESS_SHADER_READ_BIT)])
-        count += 2
+        # the blit has read level lv-1; the fragment shader samples it from now on
+        count += barriers.record_image(cb, barriers.BLIT_SOURCE_TO_SAMPLED, h, base_level=lv - 1)
         w, ht = nw, nh
-    # last_level_done: written by the copy or the last blit, sampled by the fragment shader
-    _pipeline_barrier(cb, T, FS, [_level_barrier(h, image.mip_levels - 1, L[0], READ,
-                                                 vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_SHADER_READ_BIT)])
-    return count + 1
+    # the last level, written by the copy or the last blit, sampled by the fragment shader
+    return count + barriers.record_image(cb, barriers.UPLOADED_TO_SAMPLED, h, base_level=image.mip_levels - 1)
 
 
 @dataclass

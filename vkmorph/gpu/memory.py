@@ -231,7 +231,7 @@ def upload(ctx: Context, dst: Buffer, data: np.ndarray, offset: int = 0) -> None
         vk.vkCmdCopyBuffer(cb, staging.handle, dst.handle, 1,
                            [vk.VkBufferCopy(srcOffset=0, dstOffset=offset, size=raw.nbytes)])
         if ctx.owned:
-            barriers.transfer_write_to_all(cb)  # borrowed: record_pending adds one barrier after all copies
+            barriers.record(cb, barriers.TRANSFER_TO_ALL)  # borrowed: record_pending adds one barrier after all copies
 
     ctx.queue_upload(record, dst.name, staging.destroy, target=dst)
 
@@ -244,10 +244,10 @@ def readback(ctx: Context, src: Buffer, dtype=np.uint8, count: int | None = None
     staging = host_buffer(ctx, nbytes, TRANSFER_DST, name=f"readback of {src.name}")
     try:
         def record(cb):
-            barriers.all_to_transfer_read(cb)
+            barriers.record(cb, barriers.ALL_TO_TRANSFER_READ)
             vk.vkCmdCopyBuffer(cb, src.handle, staging.handle, 1,
                                [vk.VkBufferCopy(srcOffset=offset, dstOffset=0, size=nbytes)])
-            barriers.transfer_write_to_host_read(cb)
+            barriers.record(cb, barriers.TRANSFER_TO_HOST)
 
         ctx.submit_and_wait(record)
         return staging.mapped[:nbytes].view(dtype).copy()

@@ -141,7 +141,7 @@ class WindowPresenter:
         if screenshot and sc.can_copy:
             staging = M.host_buffer(ctx, sc.width * sc.height * 4, M.TRANSFER_DST, name="screenshot")
             record_swapchain_copy(cb, sc.images[frame.image], staging.handle, sc.width, sc.height)
-            barriers.transfer_write_to_host_read(cb)
+            barriers.record(cb, barriers.TRANSFER_TO_HOST)
         self.timestamps.write(cb, self.timestamps.count - 1, frame.slot, BOTTOM)
         ctx.end(cb)
         try:
@@ -192,27 +192,11 @@ class WindowPresenter:
 
 def record_swapchain_copy(cb, image, buffer, width: int, height: int) -> None:
     """present_to_transfer_src, copy, transfer_src_to_present: the image goes back to presentation unchanged."""
-    rng = vk.VkImageSubresourceRange(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0, levelCount=1,
-                                     baseArrayLayer=0, layerCount=1)
-    to_src = vk.VkImageMemoryBarrier(srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
-                                     dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT,
-                                     oldLayout=vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-                                     newLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-                                     srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-                                     dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=image,
-                                     subresourceRange=rng)
-    vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                            0, 0, None, 0, None, 1, [to_src])
+    barriers.record_image(cb, barriers.PRESENT_TO_TRANSFER_SRC, image)
     region = vk.VkBufferImageCopy(
         bufferOffset=0, bufferRowLength=0, bufferImageHeight=0,
         imageSubresource=vk.VkImageSubresourceLayers(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0,
                                                      baseArrayLayer=0, layerCount=1),
         imageOffset=vk.VkOffset3D(0, 0, 0), imageExtent=vk.VkExtent3D(width, height, 1))
     vk.vkCmdCopyImageToBuffer(cb, image, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, buffer, 1, [region])
-    back = vk.VkImageMemoryBarrier(srcAccessMask=0, dstAccessMask=0,
-                                   oldLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-                                   newLayout=vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-                                   srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-                                   dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=image, subresourceRange=rng)
-    vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-                            0, 0, None, 0, None, 1, [back])
+    barriers.record_image(cb, barriers.TRANSFER_SRC_TO_PRESENT, image)

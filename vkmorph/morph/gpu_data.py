@@ -179,7 +179,7 @@ def compact_deltas(data: GpuMorphData, weight_offset: int = 0) -> tuple[np.ndarr
 #   deltas are issued back to back (branch-free, a miss reads the zero delta at index 0). No atomics: the
 #   summation order is fixed and results repeat. Devices without subgroup ballots, CPU devices (lavapipe,
 #   where barriers, shared memory and work per (block x lane) are what cost), and GPU batches whose blocks are
-#   sparse (mean block fill < 0.3, see render/morph_batch.py: the workgroup kernel's per-thread work grows with
+#   sparse (mean block fill below render/morph_batch.py VERTEX_KERNEL_BELOW_FILL: the workgroup kernel's work grows with
 #   the active blocks of its chunk, whether or not they move its vertex) use a per-vertex kernel over the
 #   same deltas stored vertex-major with a record per vertex (first delta, target bitmask) built only for it;
 #   per frame the mask is ANDed with the active-target bits, so inactive targets cost nothing per vertex (a

@@ -1,13 +1,17 @@
-"""Morph weights of a scene at runtime (``SceneMorphPose``) and the weight range a file implies.
+"""Morph weights of a scene at runtime (``SceneMorphPose``), the weight range a file implies, and the version
+bookkeeping every consumer of the scene's state uses (``AppliedVersions``).
 
-This is the CPU half of the runtime's version cache (``render.morph_pass.MorphRuntime.record`` is the other):
+The pose is the CPU half of the runtime's version cache (``render.morph_pass.MorphRuntime.record`` is a consumer):
 
-- All nodes' weights live in one flat float32 array, ``flat`` (a node's targets are ``flat[slice_of(node)]``):
-  exactly the array the batched GPU pass gathers and uploads, so nothing is copied per primitive.
-- ``version`` moves only on a real change. Level 1: when it equals the version the runtime applied last,
-  ``record`` returns at once without walking nodes or primitives.
-- Changed nodes are remembered until ``take_dirty()``. Level 2: only the primitives of those nodes get weight
-  uploads and dispatches; when none changed there is no barrier either.
+- All nodes' weights live in one flat float32 array (a node's targets are ``flat[slice_of(node)]``): exactly the
+  array the batched GPU pass gathers from, so nothing is copied per primitive. ``flat`` and ``weights(node)`` are
+  read-only views: the setters are the only way to change a weight, so no change can bypass the versions.
+- ``version`` moves on every real change; ``node_versions[node]`` is the value ``version`` had when that node's
+  weights last changed (0: never since creation; a consumer starts from -1, "nothing applied"). A consumer keeps,
+  per output slot, the versions it applied (``AppliedVersions``) and compares: reading the state has no side
+  effect, so any number of consumers (the morph pass per output slot, a host's own cache, a second runtime
+  view) each see every change exactly once.
+- ``mark_changed(node)`` moves a node's version without a weight change (to force a re-upload).
 
 Weights follow glTF: any finite value, not just [0, 1]. The allowed range defaults to the file's own
 (``file_weight_range``: at least [0, 1], widened to the default weights and the weights its animations reach),
@@ -15,8 +19,8 @@ and the runtime's conservative bounds are built for that range. A weight outside
 with ``clamp=True``, is clamped with a ``WeightClampedWarning`` that says so — never silently.
 
 Targets can be named (``set_weight(node, "MouthOpen", 0.7)``, ``set_weights(node, {"MouthOpen": 0.7})``).
-Corrective (combination) targets and in-betweens are rules evaluated here, after every change, into ``flat``
-itself: the GPU pass stays one pass over plain weights.
+Corrective (combination) targets and in-betweens are rules evaluated here, after every change, into the flat
+weights themselves: the GPU pass stays one pass over plain weights.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -83,14 +86,43 @@ class _Rule:
             w[self.target] = np.interp(float(w[self.drivers[0]]), self.curve[:, 0], self.curve[:, 1])
 
 
+class AppliedVersions:
+    """What one consumer applied, per output slot, of items that each follow one node's version (a morph
+    primitive follows its node's weights, a draw its node's world matrix). Pure bookkeeping: ``changed`` reads
+    the current versions without touching them, ``applied`` records what the consumer really wrote."""
+
+    def __init__(self, item_nodes, slots: int = 1):
+        self.item_nodes = np.asarray(item_nodes, np.int64).reshape(-1)
+        self.items = np.full((int(slots), len(self.item_nodes)), -1, np.int64)   # -1: never applied
+        self.totals = [-1] * int(slots)    # the state's whole version last applied per slot (level 1)
+
+    def up_to_date(self, slot: int, version: int) -> bool:
+        """Level 1: nothing moved since this slot was last applied (one integer compare)."""
+        return self.totals[slot] == version
+
+    def changed(self, slot: int, node_versions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(indices of the items whose node moved since ``slot`` applied them, ascending; the items' current
+        versions). Vectorized: one gather and one compare over the items."""
+        cur = node_versions[self.item_nodes]
+        return np.flatnonzero(cur != self.items[slot]), cur
+
+    def applied(self, slot: int, version: int, idx: np.ndarray | None = None, cur: np.ndarray | None = None) -> None:
+        """Record that ``slot`` now holds items ``idx`` at versions ``cur`` (from ``changed``) and the whole state
+        at ``version``."""
+        if idx is not None and len(idx):
+            self.items[slot, idx] = cur[idx]
+        self.totals[slot] = version
+
+
 class SceneMorphPose:
-    """Morph weights per node of a scene, with one version for the whole pose (see the module docstring).
+    """Morph weights per node of a scene, with a version for the whole pose and one per node (see the module
+    docstring).
 
     ``weight_range``: None takes the file's range (``file_weight_range``); ``clamp``: clamp out-of-range weights
     with a warning instead of raising.
     """
 
-    def __init__(self, scene: SceneAsset, weight_range: tuple[float, float] | None = None, clamp: bool = False):
+    def __init__(self, scene: SceneAsset, weight_range: tuple[float, float] | None = None, *, clamp: bool = False):
         if weight_range is None:
             weight_range = file_weight_range(scene)
         lo, hi = (float(x) for x in weight_range)
@@ -111,22 +143,43 @@ class SceneMorphPose:
                 named = max(mesh.primitives, key=lambda p: len(p.morph_targets)).morph_targets
                 self._names[i] = [t.name for t in named]
                 self._generated[i] = [t.generated_name for t in named]
-        self.flat = np.zeros(total, np.float32)
-        self._weights: dict[int, np.ndarray] = {i: self.flat[sl] for i, sl in self._slices.items()}
+        self._flat = np.zeros(total, np.float32)     # the only writable reference; the setters write it
+        self._flat_view = self._flat.view()
+        self._flat_view.flags.writeable = False
+        self._weights: dict[int, np.ndarray] = {i: self._flat[sl] for i, sl in self._slices.items()}
         self._rules: dict[int, list[_Rule]] = {}
         for i, w in self._weights.items():
             dw = scene.nodes[i].default_weights
             if dw is not None and len(dw) == len(w):
                 w[:] = self._checked(np.asarray(dw, np.float64), i, "default weight")
+        # version 0 is the initial weights: a consumer that applied nothing (-1) sees every node changed once
         self.version = 0
-        self._dirty: set[int] = set(self._weights)
-        # every node with weights: what take_dirty() hands out, without building a set, when set_flat changed
-        # them all (the common animated frame; 10,000 nodes cost ~0.4 ms of set work per frame otherwise)
-        self.all_nodes = frozenset(i for i, sl in self._slices.items() if sl.stop > sl.start)
-        self._dirty_all = False
+        self._node_versions = np.zeros(len(scene.nodes), np.int64)
+        self._node_versions_view = self._node_versions.view()
+        self._node_versions_view.flags.writeable = False
         self._slot_node = np.zeros(total, np.int64)
         for i, sl in self._slices.items():
             self._slot_node[sl] = i
+
+    # ------------------------------------------------------------------ reading (no side effects)
+    @property
+    def flat(self) -> np.ndarray:
+        """All weights, laid out node after node (``slice_of``): a read-only view; change them with the setters."""
+        return self._flat_view
+
+    @property
+    def node_versions(self) -> np.ndarray:
+        """(nodes,) int64, read-only: ``version`` as it was when each node's weights last changed."""
+        return self._node_versions_view
+
+    def _changed(self, nodes) -> None:
+        self.version += 1
+        self._node_versions[nodes] = self.version
+
+    def mark_changed(self, node: int | str | None = None) -> None:
+        """Move the version of ``node`` (None: every node with weights) as if its weights changed, so every
+        consumer re-applies it (e.g. after a host overwrote the morph output itself)."""
+        self._changed(list(self._weights) if node is None else self._node(node))
 
     # ------------------------------------------------------------------ nodes and names
     @property
@@ -228,8 +281,7 @@ class SceneMorphPose:
         if np.array_equal(new, cur):
             return False
         cur[:] = new
-        self._dirty.add(n)
-        self.version += 1
+        self._changed(n)
         return True
 
     def set_weight(self, node: int | str, target: int | str, value: float) -> bool:
@@ -250,17 +302,13 @@ class SceneMorphPose:
         new = arr.astype(np.float32)
         for n in self._rules:
             self._run_rules(n, new[self._slices[n]])
-        changed = new != self.flat
+        changed = new != self._flat
         if not changed.any():
             return 0
-        self.flat[:] = new
+        self._flat[:] = new
         sel = self._slot_node[changed]
         nodes = sel[np.r_[True, sel[1:] != sel[:-1]]]    # runs (slots are node-contiguous): no sort, no hash
-        if len(nodes) == len(self.all_nodes):
-            self._dirty_all = True
-        else:
-            self._dirty.update(nodes.tolist())
-        self.version += 1
+        self._changed(nodes)
         return len(nodes)
 
     def weights(self, node: int | str) -> np.ndarray:
@@ -268,15 +316,6 @@ class SceneMorphPose:
         v = self._weights[self._node(node)].view()
         v.flags.writeable = False
         return v
-
-    def take_dirty(self) -> AbstractSet[int]:
-        """Nodes whose weights changed since the last call (all nodes before the first call); ``all_nodes``
-        itself (the same object) when every node with weights changed."""
-        d, self._dirty = self._dirty, set()
-        if self._dirty_all:
-            self._dirty_all = False
-            return self.all_nodes | d if d - self.all_nodes else self.all_nodes
-        return d
 
     # ------------------------------------------------------------------ correctives and in-betweens
     def add_corrective(self, node: int | str, target: int | str, drivers) -> None:
@@ -317,8 +356,7 @@ class SceneMorphPose:
         self._run_rules(n, new)
         if not np.array_equal(new, self._weights[n]):
             self._weights[n][:] = new
-            self._dirty.add(n)
-            self.version += 1
+            self._changed(n)
 
     def _not_driven(self, n: int, k: int) -> None:
         if any(r.target == k for r in self._rules.get(n, ())):

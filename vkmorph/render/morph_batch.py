@@ -2,15 +2,18 @@
 
 The seam to the facade (render/morph_pass.py, ``MorphRuntime``) is deliberately narrow:
 
-- ``MorphBatch(ctx, instances, pose, delta_format)`` builds the GPU data of ``instances`` (the morphing
-  ``PrimitiveInstance`` objects, in order) and fills in on each instance the fields the facade publishes:
-  ``vertex_buffer`` (a ``memory.Buffer``: the morph output), ``vertex_offset`` (bytes), ``delta_count`` and
-  ``conservative_bounds``. It reads ``inst.prim``, ``inst.node`` and ``inst.target_count`` and nothing else.
+- ``MorphBatch(ctx, instances, pose, delta_format=, slots=, kernel=)`` builds the GPU data of ``instances`` (the
+  morphing ``PrimitiveInstance`` objects, in order; it reads ``inst.prim``, ``inst.node`` and
+  ``inst.target_count`` and writes nothing into them) and publishes ``output`` (a ``memory.Buffer``: the morph
+  output of every primitive) and ``ranges``, one row per instance (``RANGE``: byte offset of its vertices in an
+  output slot, deltas stored, first chunk, chunks, first weight slot, targets).
 - ``record_uploads(cb, dirty)`` records the weight upload (transfer writes to buffers it owns) and returns the
-  bytes uploaded; ``record_dispatches(cb, dirty)`` binds and dispatches (compute reads/writes) and returns the
-  number of vkCmdDispatch calls. ``dirty`` is a sequence of indices into ``instances``. The facade records the
-  barriers around both (frames-in-flight guard before the uploads, transfer -> compute between, compute ->
-  consumer after), so these two calls record no barriers and never submit or wait.
+  bytes uploaded; ``record_dispatches(cb, dirty, slot)`` binds and dispatches (compute reads/writes) and returns a
+  ``Dispatched`` (calls, chunk ranges, workgroups). ``dirty`` is an ascending int array of indices into
+  ``instances``: the chunk ranges of adjacent dirty primitives are merged into one range, and every range is
+  dispatched, whatever their number, so GPU work follows the dirty primitives. The facade records the barriers
+  around both (frames-in-flight guard before the uploads, transfer -> compute between, compute -> consumer
+  after), so these two calls record no barriers and never submit or wait.
 - ``gpu_bytes`` (name -> bytes), ``total_vertices``, ``total_deltas``, ``block_fill`` and ``kernel_family``
   ("workgroup" or "per-vertex", which the fill picks on a GPU); ``destroy()`` frees what it created.
 
@@ -21,6 +24,7 @@ The data layout (chunked target-major blocks with vertex masks) and why it is wh
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,7 +45,6 @@ if TYPE_CHECKING:
 
 OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment, so ranges can be bound
 UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
-FEW_DIRTY = 4                # up to this many changed primitives: per-primitive uploads and dispatches
 MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
 # Kernel per delta format. Two families, each with its own data layout (morph/gpu_data.py):
 # - workgroup (GPUs with subgroup ballots): per chunk of 256 vertices the active (chunk, target) blocks are
@@ -50,12 +53,9 @@ MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports
 # - per-vertex (CPU devices, GPUs without ballots, and sparse batches on GPUs): each invocation adds the deltas
 #   its own target bitmask and the frame's active-target bits select; no barriers, no per-block work, but a
 #   warp's delta loads are scattered (vertex-major deltas).
-# On a GPU the batch's mean block fill (deltas / (blocks x 256)) picks the family. Measured on the H200 in the
-# same time window (bench/ab.py, bench/ab-2026-11-30-h200-round64.txt; per-vertex time / workgroup time, with
-# the workgroup kernel's 64-entry rounds): fill 0.05 (5 % random coverage, all 52 active) 0.71-0.88 (2M full:
-# 1.04); fill 0.25 (25 % random, 5 active) 1.32-1.72 at >= 500k vertices (0.83-0.89 at 50k); MorphStressTest
-# x 256, fill 0.28, 0.86-0.96; fill 0.65 (Dawn-like heads) 1.69-1.77; fill 0.99 (clustered) 1.50-1.63. The
-# threshold sits between 0.05 and 0.25; MorphStressTest's many small primitives lose 4-14 % to it.
+# With kernel="auto" the batch's mean block fill (deltas / (blocks x 256)) picks the family on a GPU: below
+# VERTEX_KERNEL_BELOW_FILL the per-vertex one. The threshold comes from a same-window A/B of both kernels on an
+# H200 (bench/ab.py; the figures are in bench/ and the README's Benchmarks section, not here).
 SHADERS = {"full": MORPH, "compact": MORPH_COMPACT}
 CPU_SHADERS = {"full": MORPH_VERTEX, "compact": MORPH_COMPACT_VERTEX}
 VERTEX_KERNEL_BELOW_FILL = 0.1
@@ -73,9 +73,22 @@ def subgroup_ballot_in_compute(ctx: Context) -> bool:
         sub.supportedOperations & vk.VK_SUBGROUP_FEATURE_BALLOT_BIT)
 
 
-def kernel_for(ctx: Context, delta_format: str, block_fill: float = 1.0):
+KERNELS = ("auto", "workgroup", "per-vertex")
+
+
+def kernel_for(ctx: Context, delta_format: str, block_fill: float = 1.0, kernel: str = "auto"):
     """The morph kernel (its interface) for a batch whose mean block fill is ``block_fill`` on this device; the
-    layout follows the kernel."""
+    layout follows the kernel. ``kernel``: "auto" (the fill and the device decide), "workgroup" (a UsageError on
+    a device without subgroup ballots in compute shaders) or "per-vertex"."""
+    if kernel not in KERNELS:
+        raise UsageError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    if kernel == "workgroup":
+        if not subgroup_ballot_in_compute(ctx):
+            raise UsageError(f"kernel='workgroup' needs subgroup ballots in compute shaders, which "
+                             f"{ctx.info.device_name!r} lacks; use kernel='per-vertex' or 'auto'")
+        return SHADERS[delta_format]
+    if kernel == "per-vertex":
+        return CPU_SHADERS[delta_format]
     workgroup = ctx.info.device_type != "cpu" and block_fill >= VERTEX_KERNEL_BELOW_FILL \
         and subgroup_ballot_in_compute(ctx)
     return (SHADERS if workgroup else CPU_SHADERS)[delta_format]
@@ -85,41 +98,51 @@ def _align(n: int, a: int = OUTPUT_ALIGNMENT) -> int:
     return (n + a - 1) // a * a
 
 
-class _Dispatch:
-    """Push constants for a chunk range, split at MAX_GROUPS workgroups per vkCmdDispatch."""
-
-    __slots__ = ("pieces",)
-
-    def __init__(self, first_chunk: int, chunk_count: int):
-        self.pieces = []
-        for c in range(first_chunk, first_chunk + chunk_count, MAX_GROUPS):
-            push = np.array([c], PUSH)
-            self.pieces.append((push, M.cffi_pointer(push), min(MAX_GROUPS, first_chunk + chunk_count - c)))
+# one row per primitive of the batch: where its data and output are, what a dispatch of it covers
+RANGE = np.dtype([("vertex_offset", "<i8"),   # bytes into an output slot of ``output``
+                  ("delta_count", "<i8"),     # deltas stored (zero deltas are not)
+                  ("first_chunk", "<i8"), ("chunk_count", "<i8"),
+                  ("weight_offset", "<i8"), ("target_count", "<i8")])
 
 
-class _Slot:
-    """Kernel-side bookkeeping of one primitive in the batch."""
+@dataclass
+class Dispatched:
+    """What ``record_dispatches`` recorded."""
 
-    __slots__ = ("weight_offset", "target_count", "dispatch")
+    calls: int = 0       # vkCmdDispatch calls
+    ranges: int = 0      # merged chunk ranges (adjacent dirty primitives share one)
+    groups: int = 0      # workgroups (chunks of 256 vertices) dispatched
 
-    def __init__(self, weight_offset: int, target_count: int, first_chunk: int, chunk_count: int):
-        self.weight_offset, self.target_count = weight_offset, target_count
-        self.dispatch = _Dispatch(first_chunk, chunk_count)
+
+def merged_ranges(first: np.ndarray, count: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, lengths) of the ranges [first[i], first[i] + count[i]) for i in ``idx`` (ascending), where one
+    that starts exactly at the previous one's end is merged into it. Vectorized: no Python work per range."""
+    if len(idx) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    f = first[idx]
+    e = f + count[idx]
+    brk = np.flatnonzero(f[1:] != e[:-1]) + 1
+    starts = f[np.r_[0, brk]]
+    ends = e[np.r_[brk - 1, len(idx) - 1]]
+    return starts, ends - starts
 
 
 class MorphBatch:
     """The chunked morph data of all morphing primitives behind one descriptor set; the output vertex data of
     each primitive at its own aligned offset of one STORAGE | VERTEX buffer (it starts as the full vertices)."""
 
-    def __init__(self, ctx: Context, instances: Sequence[PrimitiveInstance], pose: SceneMorphPose,
-                 delta_format: str = "full", slots: int = 1):
+    def __init__(self, ctx: Context, instances: Sequence[PrimitiveInstance], pose: SceneMorphPose, *,
+                 delta_format: str = "full", slots: int = 1, kernel: str = "auto"):
         if delta_format not in DELTA_FORMATS:
             raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
+        if kernel not in KERNELS:
+            raise UsageError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.ctx, self.pose, self.delta_format, self.slots = ctx, pose, delta_format, int(slots)
+        self.kernel_choice = kernel
         self.instances = list(instances)
         self.pipeline: ComputePipeline | None = None
         self._owner = Owner(ctx, "morph batch")
-        self._slots: list[_Slot] = []
+        self.ranges = np.zeros(len(self.instances), RANGE)
         self.gpu_bytes: dict[str, int] = {}
         self.total_vertices = self.total_deltas = 0
         self.block_fill = 1.0
@@ -145,30 +168,36 @@ class MorphBatch:
             prims.append(prim)
             weight_offsets.append(slot)
             out_vec4.append(out_bytes // 16)
-            inst.vertex_offset = out_bytes
             node_slice = self.pose.slice_of(inst.node)
             gather.append(node_slice.start + np.arange(inst.target_count))
             slot += inst.target_count
             out_bytes = _align(out_bytes + prim.vertices.nbytes)
         scans = scan_batch(prims)
         self.block_fill = batch_block_fill(prims, scans)
-        self.kernel = kernel_for(ctx, self.delta_format, self.block_fill)
+        self.kernel = kernel_for(ctx, self.delta_format, self.block_fill, self.kernel_choice)
         lists = any(b.name == "vertex_records" for b in self.kernel.bindings)
         self.kernel_family = "per-vertex" if lists else "workgroup"
         data = build_chunked_batch(prims, weight_offsets, out_vec4, self.pose.weight_range, self.delta_format,
                                    slot_count=slot, vertex_lists=lists, scans=scans)
         del scans
-        for inst, s in zip(self.instances, data.slots):
-            inst.delta_count, inst.conservative_bounds = s.delta_count, s.conservative_bounds
-            self._slots.append(_Slot(s.weight_offset, inst.target_count, s.first_chunk, s.chunk_count))
+        r = self.ranges
+        r["vertex_offset"] = [16 * v for v in out_vec4]
+        r["target_count"] = [inst.target_count for inst in self.instances]
+        for k, ps in enumerate(data.slots):
+            r[k]["delta_count"], r[k]["first_chunk"], r[k]["chunk_count"] = ps.delta_count, ps.first_chunk, \
+                ps.chunk_count
+            r[k]["weight_offset"] = ps.weight_offset
+        self._first_chunk, self._chunk_count = r["first_chunk"].copy(), r["chunk_count"].copy()
+        self._weight_offset, self._target_count = r["weight_offset"].copy(), r["target_count"].copy()
+        self.ranges.flags.writeable = False
         self.total_vertices = sum(p.vertex_count for p in prims)
         self.total_deltas = data.delta_count
         self._gather = np.concatenate(gather).astype(np.int64)
         self.gpu_weights = np.zeros(slot, np.float32)
         staging = np.zeros(out_bytes, np.uint8)
-        for inst in self.instances:
+        for inst, off in zip(self.instances, self.ranges["vertex_offset"]):
             raw = inst.prim.vertices.view(np.uint8)
-            staging[inst.vertex_offset:inst.vertex_offset + raw.nbytes] = raw
+            staging[off:off + raw.nbytes] = raw
         buffers = {}
         arrays = {"chunks": data.chunks, "deltas": data.delta_a, "deltas_tz": data.delta_b, "base": data.base}
         if lists:
@@ -197,8 +226,6 @@ class MorphBatch:
                 ctx, None, M.STORAGE, size=self.active_bits.nbytes, name="morph active target bits"))
         self.gpu_bytes = {name: b.size for name, b in buffers.items()}
         self.gpu_bytes["output"] = self.output.size
-        for inst in self.instances:
-            inst.vertex_buffer = self.output
         self.pipeline = self._own(ComputePipeline(ctx, self.kernel, max_sets=self.slots))
         self.descriptor_sets = []
         for k in range(self.slots):
@@ -206,15 +233,22 @@ class MorphBatch:
             self.descriptor_sets.append(self.pipeline.make_set(buffers))
             if k == 0:
                 self.buffers = dict(buffers)
-        self._all = _Slot(0, slot, 0, len(data.chunks))
+        self._chunk_total = len(data.chunks)
 
     # ------------------------------------------------------------------ per frame
-    def record_uploads(self, cb, dirty: Sequence[int]) -> int:
-        """Gather the pose's weights and record their upload for the ``dirty`` primitives; returns bytes. Python
-        work is per changed slot (and the active-bit words covering them), not per slot of the batch."""
+    def _weight_ranges(self, dirty: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        if dirty is None or len(dirty) == len(self.instances):
+            S = len(self.gpu_weights)
+            return np.array([0], np.int64), np.array([S], np.int64)
+        return merged_ranges(self._weight_offset, self._target_count, dirty)
+
+    def record_uploads(self, cb, dirty: np.ndarray | None) -> int:
+        """Gather the pose's weights and record their upload for the ``dirty`` primitives (None: all), one
+        vkCmdUpdateBuffer per merged weight range; returns bytes. Python work is per merged range (and the
+        active-bit words covering them), not per slot of the batch."""
         S = len(self.gpu_weights)
-        ranges = [(self._slots[i].weight_offset, self._slots[i].target_count) for i in dirty] \
-            if len(dirty) <= FEW_DIRTY else [(0, S)]
+        firsts, counts = self._weight_ranges(dirty)
+        ranges = list(zip(firsts.tolist(), counts.tolist()))
         for first, count in ranges:
             self._gather_slots(first, first + count)
         if self.gpu_scaled is not None:
@@ -227,10 +261,12 @@ class MorphBatch:
             n = sum(self._update(cb, self.weights, first, self.gpu_weights[first:first + count])
                     for first, count in ranges)
         if len(self.active_bits):    # the words covering those slots; neighbours may share one: each word once
-            words = sorted((f // 32, (f + c - 1) // 32 + 1) for f, c in ranges if c)
+            w0s, w1s = firsts // 32, (firsts + counts - 1) // 32 + 1
+            keep = counts > 0
+            w0s, w1s = w0s[keep], w1s[keep]
             merged: list[list[int]] = []
-            for w0, w1 in words:
-                if merged and w0 < merged[-1][1]:
+            for w0, w1 in zip(w0s.tolist(), w1s.tolist()):   # ascending already (ranges are)
+                if merged and w0 <= merged[-1][1]:
                     merged[-1][1] = max(merged[-1][1], w1)
                 else:
                     merged.append([w0, w1])
@@ -246,18 +282,31 @@ class MorphBatch:
         """GPU weight slots lo..hi from the pose (its flat weights through this batch's slot map)."""
         np.take(self.pose.flat, self._gather[lo:hi], out=self.gpu_weights[lo:hi])
 
-    def record_dispatches(self, cb, dirty: Sequence[int], slot: int = 0) -> int:
-        """Record the morph of the ``dirty`` primitives into output ``slot`` (their chunks when few, else every
-        chunk); returns the number of vkCmdDispatch calls."""
+    def chunk_ranges(self, dirty: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(first chunk, chunk count) of each merged range the ``dirty`` primitives (None: all) dispatch."""
+        if dirty is None or len(dirty) == len(self.instances):
+            return np.array([0], np.int64), np.array([self._chunk_total], np.int64)
+        return merged_ranges(self._first_chunk, self._chunk_count, dirty)
+
+    def record_dispatches(self, cb, dirty: np.ndarray | None, slot: int = 0) -> Dispatched:
+        """Record the morph of the ``dirty`` primitives (None: all) into output ``slot``: one dispatch per merged
+        chunk range (split at MAX_GROUPS workgroups), whatever the number of ranges."""
+        firsts, counts = self.chunk_ranges(dirty)
+        out = Dispatched(ranges=len(firsts), groups=int(counts.sum()))
+        if not out.groups:
+            return out
         self.pipeline.bind(cb, self.descriptor_sets[slot])
-        slots = [self._slots[i] for i in dirty] if len(dirty) <= FEW_DIRTY else [self._all]
-        calls = 0
-        for s in slots:
-            for _push, ptr, groups in s.dispatch.pieces:
-                self.pipeline.push(cb, ptr, PUSH.itemsize)
-                vk.vkCmdDispatch(cb, groups, 1, 1)
-                calls += 1
-        return calls
+        pieces = []
+        for first, count in zip(firsts.tolist(), counts.tolist()):
+            pieces.extend((c, min(MAX_GROUPS, first + count - c)) for c in range(first, first + count, MAX_GROUPS))
+        push = np.zeros(len(pieces), PUSH)      # one array per frame; vkCmdPushConstants copies at record time
+        push["first_chunk"] = [c for c, _ in pieces]
+        base = vk.ffi.cast("char *", M.cffi_pointer(push))
+        for k, (_c, groups) in enumerate(pieces):
+            self.pipeline.push(cb, base + k * PUSH.itemsize, PUSH.itemsize)
+            vk.vkCmdDispatch(cb, groups, 1, 1)
+        out.calls = len(pieces)
+        return out
 
     @staticmethod
     def _update(cb, buffer, first: int, words: np.ndarray) -> int:

@@ -6,13 +6,20 @@ Primitives with morph targets go to one ``MorphBatch`` (one descriptor set per o
 each primitive at its own aligned offset of one STORAGE | VERTEX buffer). Primitives without targets get a plain
 vertex buffer and no compute resources.
 
-``record(cb, slot=, consumer=)`` is the only per-frame call and follows the two-level version cache: nothing but
-pending first-use uploads when the pose did not move since this slot was last recorded; otherwise only the
-primitives of nodes whose weights changed are re-uploaded and dispatched (one dispatch per changed primitive
-when few changed, one over everything when many did), bracketed by three named barriers: the frames-in-flight
-guard, transfer -> compute, and the final compute -> consumer barrier (vertex input by default; compute;
-transfer; or handed back un-recorded). It records into the caller's command buffer and, on a borrowed context,
-never submits, waits or destroys what it did not create; see docs/embedding.md for the contract.
+The runtime owns the scene's one per-frame state, ``self.state`` (``anim/scene_state.SceneState``: the morph pose
+``self.pose`` and the skeleton ``self.skeleton``, each with per-node versions). Every writer (setters here, an
+``AnimationPlayer(scene, rt.state)``, the renderer, ``vkmorph.api.Model``, a host) changes that state, and every
+reader compares the versions it applied, so no reader can consume a change meant for another.
+
+``record(cb, slot=, consumer=)`` is the only per-frame GPU call and compares versions at two levels: nothing but
+pending first-use uploads when the pose did not move since this output slot was last recorded (level 1);
+otherwise the primitives whose node's weight version differs from the one this slot applied (level 2) are
+re-uploaded and dispatched, adjacent ones merged into one chunk range, every range dispatched, bracketed by three
+named barriers: the frames-in-flight guard, transfer -> compute, and the final compute -> consumer barrier
+(vertex input by default; compute; transfer; or handed back un-recorded). It records into the caller's command
+buffer and, on a borrowed context, never submits, waits or destroys what it did not create; see
+docs/embedding.md for the contract. ``draws(slot)`` returns that slot's ``DrawList`` (render/draw_list.py), built
+once and refreshed only where the skeleton's versions moved.
 """
 
 from __future__ import annotations
@@ -22,25 +29,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..anim.scene_state import SceneState
 from ..anim.skeleton import Skeleton
 from ..asset.model import MeshPrimitiveAsset, SceneAsset
 from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
 from ..gpu.context import Context, Owner
-from ..gpu.pipeline import vertex_input_attributes
 from ..gpu.vk import vk
 from ..morph.bounds import ClusterBounds
 from ..morph.gpu_data import DELTA_FORMATS
-from ..morph.state import SceneMorphPose
-from .morph_batch import FEW_DIRTY, MorphBatch  # noqa: F401  (FEW_DIRTY re-exported for tests)
+from ..morph.state import AppliedVersions
+from .draw_list import Draw, DrawList, VertexInput, build_draw_lists, vertex_input_of
+from .morph_batch import KERNELS, MorphBatch
+
+__all__ = ["Draw", "DrawList", "FrameCounters", "MorphRuntime", "PrimitiveInstance", "Readback", "VertexInput",
+           "vertex_input_of"]
 
 
 @dataclass
 class FrameCounters:
-    dispatched: int = 0      # primitives whose morph was recomputed
+    dispatched: int = 0      # primitives whose morph was recomputed (exactly those whose weights moved)
     skipped: int = 0         # morphing primitives left as they were
     dispatch_calls: int = 0  # vkCmdDispatch calls recorded
+    dispatch_ranges: int = 0  # merged chunk ranges dispatched (adjacent changed primitives share one)
+    groups: int = 0          # workgroups dispatched (one per chunk of 256 vertices): the GPU work recorded
     bytes_uploaded: int = 0
     barriers: int = 0        # pipeline barriers recorded
     pose_skipped: bool = False
@@ -49,18 +62,6 @@ class FrameCounters:
     slot: int = 0
     final_barrier: barriers.Barrier | None = None  # the compute -> consumer barrier, recorded or handed back
     final_barrier_recorded: bool = False
-
-
-@dataclass
-class VertexInput:
-    """How to bind a primitive's vertex buffer in your own pipeline (VkVertexInput* values)."""
-
-    stride: int
-    attributes: list[tuple[int, str, int, int]]  # (location, name, VkFormat, byte offset)
-
-
-def vertex_input_of(dtype: np.dtype) -> VertexInput:
-    return VertexInput(stride=dtype.itemsize, attributes=vertex_input_attributes(dtype))
 
 
 class PrimitiveInstance:
@@ -73,8 +74,7 @@ class PrimitiveInstance:
         self.vertex_buffer: M.Buffer | None = None
         self.vertex_offset = 0                # bytes into vertex_buffer
         self.target_count = len(prim.morph_targets)
-        self.delta_count = 0                  # set by MorphBatch for morphing primitives
-        self.conservative_bounds = None       # set by MorphBatch for morphing primitives
+        self.delta_count = 0                  # deltas stored (from the batch's range table)
 
     @property
     def is_morphing(self) -> bool:
@@ -83,31 +83,6 @@ class PrimitiveInstance:
     @property
     def vertex_bytes(self) -> int:
         return self.prim.vertices.nbytes
-
-
-@dataclass
-class Draw:
-    """Everything a host needs to draw one primitive instance with its own pipeline (vkCmdDrawIndexed)."""
-
-    node: int
-    node_name: str
-    primitive: int
-    vertex_buffer: object      # VkBuffer
-    vertex_offset: int         # bytes, for vkCmdBindVertexBuffers
-    vertex_count: int
-    vertex_input: VertexInput
-    index_buffer: object       # VkBuffer
-    index_offset: int          # bytes, for vkCmdBindIndexBuffer
-    index_type: int            # VK_INDEX_TYPE_UINT32
-    index_count: int
-    first_index: int
-    world: np.ndarray          # (4, 4) float32 model matrix to draw with, column vectors (M @ v): the node's
-    #                            world matrix; identity for skinned primitives (the palette is world-space)
-    node_world: np.ndarray     # (4, 4) float32 the node's world matrix (also for skinned primitives)
-    skin: int | None
-    joint_palette: np.ndarray | None  # (J, 4, 4) float32: joint world x inverse bind (glTF: the skinned mesh
-    #                                   node's own transform is ignored), so skinned vertices land in world space
-    morphing: bool
 
 
 class MorphRuntime:
@@ -120,15 +95,17 @@ class MorphRuntime:
     >>> for d in rt.draws(slot=frame % frames_in_flight): ...  # bind d.vertex_buffer at d.vertex_offset, draw
     >>> ctx.completed(c.serial)                            # once that frame's fence signalled
 
-    ``delta_format``: "full" (64-byte float deltas, exact) or "compact" (24-byte snorm16 deltas scaled per
-    target; position error per component <= sum(w * scale) / 65534, see morph_compact.comp).
+    Options (keyword-only):
+    ``delta_format``: "full" (float deltas, exact) or "compact" (snorm16 deltas scaled per target; position
+    error per component <= sum(w * scale) / 65534; morph/gpu_data.py states both layouts' sizes).
     ``slots``: output copies, one per frame in flight, so morphing frame N+1 overlaps drawing frame N.
     ``weight_range``: allowed weights (None: the file's, at least [0, 1]; the conservative bounds follow it);
     ``clamp``: clamp weights outside it with a warning instead of raising ``UsageError``.
+    ``kernel``: "auto" (the device and the batch's block fill pick), "workgroup" or "per-vertex".
     """
 
-    def __init__(self, ctx: Context, scene: SceneAsset, weight_range: tuple[float, float] | None = None,
-                 delta_format: str = "full", slots: int = 1, clamp: bool = False):
+    def __init__(self, ctx: Context, scene: SceneAsset, *, weight_range: tuple[float, float] | None = None,
+                 delta_format: str = "full", slots: int = 1, clamp: bool = False, kernel: str = "auto"):
         if not isinstance(ctx, Context):
             raise UsageError(f"MorphRuntime needs a vkmorph Context (Context.create or Context.from_external), "
                              f"got {type(ctx).__name__}")
@@ -139,18 +116,20 @@ class MorphRuntime:
             raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
         if isinstance(slots, bool) or not isinstance(slots, (int, np.integer)) or slots < 1:
             raise UsageError(f"slots must be an int >= 1 (one per frame in flight), got {slots!r}")
+        if kernel not in KERNELS:
+            raise UsageError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.ctx, self.scene, self.delta_format, self.slots = ctx, scene, delta_format, int(slots)
-        self.pose = SceneMorphPose(scene, weight_range, clamp=clamp)  # None: the file's range
-        self.skeleton = Skeleton(scene)
+        self.kernel = kernel
+        self.state = SceneState(scene, weight_range=weight_range, clamp=clamp)   # None: the file's range
         self.batch: MorphBatch | None = None
         self.instances: list[PrimitiveInstance] = []
         self.morphing: list[PrimitiveInstance] = []
         self._by_key: dict[tuple[int, int], PrimitiveInstance] = {}
         self._by_node: dict[int, list[int]] = {}  # node -> indices into morphing (= the batch's order)
         self._owner = Owner(ctx, "morph runtime")
-        self._slot_version = [-1] * self.slots
-        # per output slot: the morphing primitives changed since that slot was last written (all of them: None)
-        self._slot_pending: list[set[int] | None] = []
+        self._applied: AppliedVersions | None = None     # per output slot: weight versions of the morphing prims
+        self._draw_lists: list[DrawList] = []
+        self._bounds_cache: dict[tuple[int, int], tuple[tuple, np.ndarray]] = {}
         self._last_serial = 0
         self._destroyed = False
         self.last_counters = FrameCounters()
@@ -165,7 +144,9 @@ class MorphRuntime:
         except BaseException:
             self._release()
             raise
-        self._slot_pending = [None] * self.slots
+        self._applied = AppliedVersions([inst.node for inst in self.morphing], self.slots)
+        self._draw_lists = build_draw_lists(self.instances, scene, self.skeleton,
+                                            [[self._offset(i, k) for i in self.instances] for k in range(self.slots)])
 
     def _own(self, buf: M.Buffer) -> M.Buffer:
         return self._owner.own(buf)
@@ -190,8 +171,22 @@ class MorphRuntime:
                     inst.vertex_buffer = self._own(M.device_buffer(ctx, prim.vertices, M.VERTEX | M.STORAGE,
                                                                    name=f"vertices n{node_i}p{p_i}"))
         if self.morphing:
-            self.batch = self._owner.own(MorphBatch(ctx, self.morphing, self.pose, self.delta_format, self.slots))
+            self.batch = self._owner.own(MorphBatch(ctx, self.morphing, self.pose, delta_format=self.delta_format,
+                                                    slots=self.slots, kernel=self.kernel))
             self.gpu_bytes = self.batch.gpu_bytes
+            for inst, r in zip(self.morphing, self.batch.ranges):
+                inst.vertex_buffer = self.batch.output
+                inst.vertex_offset, inst.delta_count = int(r["vertex_offset"]), int(r["delta_count"])
+
+    @property
+    def pose(self):
+        """The morph half of ``state`` (``SceneMorphPose``)."""
+        return self.state.pose
+
+    @property
+    def skeleton(self) -> Skeleton:
+        """The skeleton half of ``state``: the one skeleton draws, bounds and the renderer follow."""
+        return self.state.skeleton
 
     @property
     def total_vertices(self) -> int:
@@ -282,40 +277,33 @@ class MorphRuntime:
             c.uploads = self.ctx.record_pending(cb)
             c.barriers += 1
             c.serial = self._last_serial = self.ctx.last_serial
-        if self._slot_version[slot] == self.pose.version or not self.morphing:  # level 1
+        pose, applied = self.pose, self._applied
+        if not self.morphing or applied.up_to_date(slot, pose.version):           # level 1: one compare
             c.pose_skipped, c.skipped = True, len(self.morphing)
             self.last_counters = c
             return c
-        self._slot_version[slot] = self.pose.version
-        dirty_nodes = self.pose.take_dirty()
+        dirty, cur = applied.changed(slot, pose.node_versions)                   # level 2: per primitive
         n = len(self.morphing)
-        if dirty_nodes is self.pose.all_nodes or (len(dirty_nodes) >= len(self._by_node)
-                                                  and dirty_nodes >= self._by_node.keys()):
-            self._slot_pending = [None] * self.slots     # everything changed: no per-node or per-slot sets
-        else:
-            changed = [i for node in dirty_nodes for i in self._by_node.get(node, ())]
-            for pending in self._slot_pending:
-                if pending is not None:
-                    pending.update(changed)
-        pending = self._slot_pending[slot]
-        dirty = range(n) if pending is None or len(pending) == n else sorted(pending)
-        self._slot_pending[slot] = set()
         c.skipped = n - len(dirty)
-        if not dirty:
+        if not len(dirty):
+            applied.applied(slot, pose.version)
             self.last_counters = c
             return c
         if not c.serial:
             c.serial = self._last_serial = self.ctx.next_serial()
+        every = None if len(dirty) == n else dirty
         guard = barriers.PREVIOUS_FRAME_TO_MORPH if self.slots == 1 else barriers.PREVIOUS_MORPH_TO_MORPH
         c.barriers += barriers.record(cb, guard)
-        c.bytes_uploaded = self.batch.record_uploads(cb, dirty)
+        c.bytes_uploaded = self.batch.record_uploads(cb, every)
         c.barriers += barriers.record(cb, barriers.TRANSFER_TO_COMPUTE)
-        c.dispatch_calls = self.batch.record_dispatches(cb, dirty, slot)
+        d = self.batch.record_dispatches(cb, every, slot)
+        c.dispatch_calls, c.dispatch_ranges, c.groups = d.calls, d.ranges, d.groups
         c.final_barrier = barriers.CONSUMERS[consumer]
         if emit_barrier:
             c.barriers += barriers.record(cb, c.final_barrier)
             c.final_barrier_recorded = True
         c.dispatched = len(dirty)
+        applied.applied(slot, pose.version, dirty, cur)    # only now: what was really recorded
         self.last_counters = c
         return c
 
@@ -347,51 +335,57 @@ class MorphRuntime:
         """VkBuffer of uint32 triangle-list indices."""
         return self.instance(node, primitive).index_buffer.handle
 
-    def bounds(self, node: int | str, primitive: int = 0, space: str = "mesh",
+    def bounds(self, node: int | str, primitive: int = 0, space: str = "mesh", *,
                skeleton: Skeleton | None = None) -> np.ndarray:
         """(2, 3) [min, max] of the primitive's vertices at the CURRENT weights: ``space="mesh"``: morphed, in
-        mesh space (before skinning and the node transform); ``"world"``: as drawn, skinned by ``skeleton``'s
-        current pose (default ``self.skeleton``) or moved by the node's world matrix. Conservative (contains
-        every deformed vertex) and tight; CPU only, no readback (morph/bounds.py). For framing, culling and
-        putting the ground under the posed model."""
+        mesh space (before skinning and the node transform); ``"world"``: as drawn, skinned by the runtime's
+        skeleton (``self.skeleton``, the one an ``AnimationPlayer(scene, rt.state)`` animates; ``skeleton=``
+        another one) or moved by the node's world matrix. Conservative (contains every deformed vertex) and
+        tight; CPU only, no readback (morph/bounds.py). Cached per primitive until its node's weights or the
+        skeleton's matrices it depends on move. For framing, culling and putting the ground under the posed
+        model."""
         if space not in ("mesh", "world"):
             raise UsageError(f"space must be 'mesh' or 'world', got {space!r}")
         inst = self.instance(node, primitive)
+        skel = skeleton if skeleton is not None else self.skeleton
+        own = skel is self.skeleton
+        key = (inst.node, inst.prim_index, space)
+        if own:    # the versions this box depends on
+            moved = (-1 if space == "mesh" else skel.skin_version(inst.prim.skin) if inst.prim.is_skinned
+                     else int(skel.world_versions()[inst.node]))
+            versions = (int(self.pose.node_versions[inst.node]), moved)
+            hit = self._bounds_cache.get(key)
+            if hit is not None and hit[0] == versions:
+                return hit[1].copy()
         cb = self._cluster_bounds.get(id(inst.prim))
         if cb is None:
             cb = self._cluster_bounds[id(inst.prim)] = ClusterBounds(inst.prim)
         w = self.pose.weights(inst.node)[:inst.target_count] if inst.is_morphing else np.zeros(0)
         if space == "mesh":
-            return cb.at(w)
-        skel = skeleton if skeleton is not None else self.skeleton
-        if inst.prim.is_skinned:
-            return cb.at(w, skel.skin_matrices(inst.prim.skin))
-        return cb.at(w, matrix=skel.world_matrices()[inst.node])   # per cluster: tight under rotation
+            out = cb.at(w)
+        elif inst.prim.is_skinned:
+            out = cb.at(w, skel.skin_matrices(inst.prim.skin))
+        else:
+            out = cb.at(w, matrix=skel.world_matrices()[inst.node])   # per cluster: tight under rotation
+        if own:
+            self._bounds_cache[key] = (versions, np.array(out))
+        return out
 
     def vertex_input(self, node: int | str, primitive: int = 0) -> VertexInput:
         return vertex_input_of(self.instance(node, primitive).prim.vertices.dtype)
 
-    def draws(self, slot: int = 0, skeleton: Skeleton | None = None) -> list[Draw]:
-        """One Draw per primitive instance, for output ``slot``, with world transforms and joint palettes from
-        ``skeleton`` (default ``self.skeleton``, which an AnimationPlayer(scene, rt.pose, rt.skeleton) animates)."""
+    def draws(self, slot: int = 0, *, skeleton: Skeleton | None = None) -> DrawList:
+        """The ``DrawList`` of output ``slot``: one Draw per primitive instance, with world transforms and joint
+        palettes of the runtime's skeleton at its current pose. Built once; refreshed in place where the skeleton
+        moved (an unchanged frame costs one compare). ``skeleton=``: another skeleton, built afresh (slow)."""
         self._check("draws")
         slot = self._slot(slot)
-        skel = skeleton if skeleton is not None else self.skeleton
-        world = skel.world_matrices()
-        out = []
-        for inst in self.instances:
-            p = inst.prim
-            palette = skel.skin_matrices(p.skin) if p.is_skinned else None
-            node_world = world[inst.node].astype(np.float32)
-            out.append(Draw(node=inst.node, node_name=self.scene.nodes[inst.node].name, primitive=inst.prim_index,
-                            vertex_buffer=inst.vertex_buffer.handle, vertex_offset=self._offset(inst, slot),
-                            vertex_count=p.vertex_count, vertex_input=vertex_input_of(p.vertices.dtype),
-                            index_buffer=inst.index_buffer.handle, index_offset=0,
-                            index_type=vk.VK_INDEX_TYPE_UINT32, index_count=inst.index_count, first_index=0,
-                            world=np.eye(4, dtype=np.float32) if p.is_skinned else node_world,
-                            node_world=node_world, skin=p.skin if p.is_skinned else None,
-                            joint_palette=palette, morphing=inst.is_morphing))
-        return out
+        if skeleton is None or skeleton is self.skeleton:
+            dl = self._draw_lists[slot]
+            dl.refresh()
+            return dl
+        return build_draw_lists(self.instances, self.scene, skeleton,
+                                [[self._offset(i, slot) for i in self.instances]])[0]
 
     def read_vertices(self, node, primitive: int = 0, slot: int = 0) -> np.ndarray:
         """Read a primitive's vertices back. Blocking convenience of owned contexts (submits and waits); on a

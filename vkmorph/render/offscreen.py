@@ -58,7 +58,7 @@ class OffscreenRenderer:
                 imageOffset=vk.VkOffset3D(0, 0, 0), imageExtent=vk.VkExtent3D(self.width, self.height, 1))
             vk.vkCmdCopyImageToBuffer(cb, self.color.handle, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
                                       self.pixels.handle, 1, [region])
-            barriers.transfer_write_to_host_read(cb)
+            barriers.record(cb, barriers.TRANSFER_TO_HOST)
 
         self.ctx.submit_and_wait(record)
         return self.pixels.mapped.reshape(self.height, self.width, 4).copy()

@@ -195,7 +195,7 @@ class SceneRenderer:
     output slots, morph outputs per slot). A ``runtime`` passed in must have that many output slots, or one
     (then every frame morphs into it and waits for the earlier frames' draws, as MorphRuntime.record guards)."""
 
-    def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int,
+    def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int, *,
                  frames_in_flight: int = 1, shadow_size: int = 1024, runtime: MorphRuntime | None = None,
                  ground: bool = True, samples: int | None = None, mipmaps: bool = True):
         self.ctx, self.scene, self.slots = ctx, scene, frames_in_flight
@@ -211,7 +211,6 @@ class SceneRenderer:
         self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene, slots=frames_in_flight)
         # the runtime's output slot of each frame slot
         self.output_slots = [k if self.runtime.slots > 1 else 0 for k in range(frames_in_flight)]
-        self.skeleton = Skeleton(scene)
         self.heat_joint = -1
         self.selected: int | None = None
         self.light_dir = np.array([-0.45, -1.0, -0.35])
@@ -224,6 +223,12 @@ class SceneRenderer:
         except BaseException:
             self.destroy()
             raise
+
+    @property
+    def skeleton(self) -> Skeleton:
+        """The runtime's skeleton (``runtime.state``): animate this one and the runtime's draws, bounds and this
+        renderer all follow it."""
+        return self.runtime.skeleton
 
     # ------------------------------------------------------------------ construction
     def _own(self, obj):
@@ -399,7 +404,7 @@ class SceneRenderer:
         ``MorphRuntime.bounds(space="world")`` (conservative and tight; not every target at full weight)."""
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
         for inst in self.runtime.instances:
-            b = self.runtime.bounds(inst.node, inst.prim_index, space="world", skeleton=self.skeleton)
+            b = self.runtime.bounds(inst.node, inst.prim_index, space="world")
             lo, hi = np.minimum(lo, b[0]), np.maximum(hi, b[1])
         if not np.isfinite(lo).all():
             lo, hi = -np.ones(3), np.ones(3)
@@ -446,28 +451,30 @@ class SceneRenderer:
         f["viewport"] = (*self._viewport, 0.0, 0.0)
         f["outline_color"] = OUTLINE_COLOR
         self.frame_ubos[slot].mapped[:] = f.view(np.uint8)
-        world = None
+        # the matrices come from the runtime's draw list (the embedding API's; refreshed where the skeleton moved),
+        # the items are the runtime's instances in the same order, then the ground
+        draws = self.runtime.draws(self.output_slots[slot])
         if self._slot_versions[slot] != self.skeleton.version or self._heat_applied != self.heat_joint:
-            world = self.skeleton.world_matrices()
-            for it in self.items:
-                if it.node is not None:  # skinned: world-space palette, so identity here (glTF ignores it)
-                    m = _col_major(np.eye(4) if it.skinned else world[it.node])
-                    for arr in it.push:
-                        arr["model"] = m
+            for it, d in zip(self.items, draws):
+                m = _col_major(d.world)   # skinned: identity (world-space palette; glTF ignores the node)
+                for arr in it.push:
+                    arr["model"] = m
                 # heat map: skinned items show the joint weight, other characters read as "no influence"
-                off = -1 if self.heat_joint < 0 or it.node is None else 10**6
-                it.push[PASS_FORWARD]["heat_joint"] = self.heat_joint if it.skinned else off
+                it.push[PASS_FORWARD]["heat_joint"] = self.heat_joint if it.skinned else (
+                    -1 if self.heat_joint < 0 else 10**6)
                 if it.skinned:
-                    mats = self.skeleton.skin_matrices(it.skin)
-                    self._palettes[(id(it), slot)].mapped[:] = palette_bytes(mats).reshape(-1).view(np.uint8)
+                    self._palettes[(id(it), slot)].mapped[:] = palette_bytes(d.joint_palette).reshape(-1).view(
+                        np.uint8)
+            for it in self.items[len(draws):]:      # the ground: no node, no heat
+                it.push[PASS_FORWARD]["heat_joint"] = -1
             self._slot_versions[slot] = self.skeleton.version
             self._heat_applied = self.heat_joint
         if len(self._blend_order) > 1:
-            world = self.skeleton.world_matrices() if world is None else world
+            model = {id(it): d.world for it, d in zip(self.items, draws)}
             eye = self.camera.eye
 
             def distance(it):
-                m = world[it.node] if it.node is not None and not it.skinned else np.eye(4)
+                m = model.get(id(it), np.eye(4))
                 return float(np.linalg.norm(m[:3, :3] @ it.center + m[:3, 3] - eye))
 
             self._blend_order.sort(key=distance, reverse=True)

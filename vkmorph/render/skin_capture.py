@@ -44,7 +44,7 @@ class SkinCapture:
                               o["joints"], o["weights"])], SKIN_CAPTURE_PUSH)
 
             def record(cb):
-                barriers.compute_write_to_compute_read(cb)  # the morph dispatch wrote the vertex buffer
+                barriers.record(cb, barriers.COMPUTE_TO_COMPUTE)  # the morph dispatch wrote the vertex buffer
                 self.pipeline.bind(cb, dset)
                 self.pipeline.push(cb, M.cffi_pointer(push))
                 vk.vkCmdDispatch(cb, self.pipeline.groups(vertex_count), 1, 1)
