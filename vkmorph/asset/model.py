@@ -50,6 +50,7 @@ class MeshPrimitiveAsset:
     material: Material | None = None          # None: the renderer uses base_color as a plain dielectric
     colors: np.ndarray | None = None          # (V, 4) float32 linear RGBA (COLOR_0), never morphed
     texcoord1: np.ndarray | None = None       # (V, 2) float32 (TEXCOORD_1), never morphed
+    source: tuple[int, int] | None = None     # glTF: (mesh, primitive) index of the file
     unweighted_vertices: int = 0              # vertices of a skinned primitive with no influence: imported rigid
                                               # with the mesh node (through an added joint, see importer)
 
