@@ -239,9 +239,6 @@ ERRORS = {
     "two parents": (_set(["nodes", 0, "children"], [2]), "nodes[1].children[0]: node 2 is already a child of "
                                                          "nodes[0] too"),
     "cycle": (_set(["nodes", 2, "children"], [1]), "nodes[1]: the node hierarchy has a cycle"),
-    "joint name shared": (_set(["nodes", 0, "name"], "root"), "nodes[1].name: 'root' is also the name of nodes[0]; "
-                                                              "joints and animation channels are bound by name, so "
-                                                              "this is ambiguous"),
     "mesh index": (_set(["nodes", 0, "mesh"], 3), "nodes[0].mesh: meshes index 3 out of range (1 meshes)"),
     "skin index": (_set(["nodes", 0, "skin"], 1), "nodes[0].skin: skins index 1 out of range (1 skins)"),
     "skin joint index": (_set(["skins", 0, "joints"], [1, 5]), "skins[0].joints[1]: nodes index 5 out of range "

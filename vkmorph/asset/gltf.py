@@ -424,7 +424,9 @@ class GltfDocument:
             if node is not None and not is_int(node):
                 raise self.error(f"{cw}.target.node", f"{node!r} is not an integer")
             path = ch["target"].get("path")
-            if path not in TARGET_PATHS:
+            if path == "pointer":   # KHR_animation_pointer: no node; gltf_animation skips it with a warning
+                node = None
+            elif path not in TARGET_PATHS:
                 raise self.error(f"{cw}.target.path", f"unknown path {path!r}")
             out.append(Channel(sampler=s, node=node, path=path))
         return out
