@@ -179,6 +179,9 @@ def canonical_glb(doc: GltfDocument) -> Canonical:
                 node["mesh"] = mesh_map[node["mesh"]]
         inst = _has_ext(node, INSTANCING)
         if inst is not None and "mesh" in node:
+            if doc.node_target_count(n_i):
+                _warn(doc, f"nodes[{n_i}].extensions.{INSTANCING}", "the instances are nodes of their own: they "
+                      "keep the default morph weights, and weights set or animated on this node do not reach them")
             node.setdefault("children", [])
             for k, trs in enumerate(_instances(doc, n_i, inst)):
                 child = {"name": f"{NAME_PREFIX}{len(nodes) + len(extra)}", "mesh": node["mesh"], **trs}
