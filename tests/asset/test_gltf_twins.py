@@ -155,3 +155,23 @@ def test_point_and_line_primitives_are_left_out_with_a_warning(tmp_path):
         scene = _load(tmp_path, doc, binary)
     assert [len(p.morph_targets) for p in scene.primitives] == [1]
     assert scene.primitives[0].source == (0, 1) and scene.primitives[0].name == "grid-1"
+
+
+def test_one_mesh_under_two_nodes_with_two_skins(tmp_path):
+    """glTF binds a skin per node: each node is deformed by its own skin (Assimp kept one skin per mesh, so
+    every node got the last one). Expected: the two single-node files' positions, side by side."""
+    doc, binary = twin()
+    # a second skeleton (nodes 3, 4) bent the other way, and a second node instancing the same mesh with it
+    doc["nodes"] += [{"name": "root2", "translation": [4, 0, 0], "children": [4]},
+                     {"name": "tip2", "translation": [0, 1.5, 0], "rotation": [0, 0, -0.3826834, 0.9238795]},
+                     {"name": "body2", "mesh": 0, "skin": 1}]
+    doc["skins"].append({"joints": [3, 4], "inverseBindMatrices": doc["skins"][0]["inverseBindMatrices"]})
+    doc["scenes"][0]["nodes"] = [0, 1, 3, 5]
+    both = world_positions(_load(tmp_path, doc, binary, name="both.gltf"))
+    only = []
+    for keep in (0, 5):
+        one = copy.deepcopy(doc)
+        one["scenes"][0]["nodes"] = [keep, 1, 3]
+        only.append(world_positions(_load(tmp_path, one, binary, name=f"only{keep}.gltf")))
+    np.testing.assert_allclose(both, np.concatenate(only), atol=1e-5)
+    assert np.abs(only[0] - only[1]).max() > 1.0   # the two skins really differ

@@ -13,6 +13,7 @@ itself (``GltfDocument.accessor``, bounds-checked) and writes a GLB in which
   share, and every imported primitive names its (mesh, primitive) of the file; the importer restores the names;
 * node rotations are unit quaternions (normalized with a warning, as three.js does);
 * ``EXT_mesh_gpu_instancing`` instances are child nodes of their node, one per instance;
+* a mesh that nodes instance with different skins is one mesh per skin (Assimp keeps one skin per mesh);
 * point and line primitives are left out with a warning (vkmorph draws triangles);
 * images, textures, samplers and animations are absent: vkmorph reads materials and clips from the file itself
   (``materials.gltf_materials``, ``gltf_animation``), so Assimp never opens another file.
@@ -161,6 +162,7 @@ def canonical_glb(doc: GltfDocument) -> Canonical:
     # -------------------------------------------------------------- nodes: names, rotations, instances
     nodes = [copy.deepcopy(n) for n in doc.array("nodes")]
     extra: list[dict] = []
+    skin_copy: dict[tuple[int, int], int] = {}   # (canonical mesh, skin) -> the mesh copy that skin deforms
     for n_i, node in enumerate(nodes):
         node["name"] = f"{NAME_PREFIX}{n_i}"
         out.nodes.append((n_i, None))
@@ -177,6 +179,8 @@ def canonical_glb(doc: GltfDocument) -> Canonical:
                     node.pop(k, None)
             else:
                 node["mesh"] = mesh_map[node["mesh"]]
+                if is_int(node.get("skin")):
+                    node["mesh"] = _per_skin(out, new_meshes, skin_copy, node["mesh"], node["skin"])
         inst = _has_ext(node, INSTANCING)
         if inst is not None and "mesh" in node:
             if doc.node_target_count(n_i):
@@ -216,6 +220,22 @@ def canonical_glb(doc: GltfDocument) -> Canonical:
         j.pop("bufferViews")
     out.glb = _glb(j, bytes(blob))
     return out
+
+
+def _per_skin(out: Canonical, meshes: list, skin_copy: dict, c: int, skin: int) -> int:
+    """glTF binds a skin per node, Assimp per mesh: a mesh that nodes instance with different skins gets one
+    copy per skin (its data shared in the BIN chunk), so every node is deformed by its own skin."""
+    if (c, skin) in skin_copy:
+        return skin_copy[(c, skin)]
+    if any(k[0] == c for k in skin_copy):
+        mesh = copy.deepcopy(meshes[c])
+        mesh["name"] = f"{NAME_PREFIX}{len(meshes)}"
+        meshes.append(mesh)
+        out.meshes.append(out.meshes[c])
+        skin_copy[(c, skin)] = len(meshes) - 1
+    else:
+        skin_copy[(c, skin)] = c
+    return skin_copy[(c, skin)]
 
 
 def _used_by_meshes(j: dict) -> set[str]:

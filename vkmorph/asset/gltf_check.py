@@ -132,12 +132,21 @@ def _influences(doc, scene, prim, w, attrs, m_i) -> None:
     """Top-four influences as scene node indices: the file's JOINTS_n / WEIGHTS_n against what was imported."""
     from .importer import top4_influences
 
-    skin_i = next((n.get("skin") for n in doc.array("nodes") if n.get("mesh") == m_i and "skin" in n), None)
-    if skin_i is None or scene.file_nodes is None:
+    if scene.file_nodes is None:
         return
-    file_joints = [scene.file_nodes[j] for j in doc.json["skins"][skin_i]["joints"]]
-    if any(j is None for j in file_joints):
-        return
+    joints = scene.skins[prim.skin].joints
+    # the file's skin this primitive got: one of its mesh's nodes' skins, the one whose joints it has (Assimp may
+    # order them differently; the importer may append one joint for unweighted vertices)
+    candidates = sorted({n["skin"] for n in doc.array("nodes") if n.get("mesh") == m_i and "skin" in n})
+    file_joints = None
+    for s_i in candidates:
+        fj = [scene.file_nodes[j] for j in doc.json["skins"][s_i]["joints"]]
+        if set(fj) <= set(joints.tolist()) and len(joints) - len(fj) in (0, 1):
+            file_joints = fj
+            break
+    if file_joints is None:
+        raise AssetError(f"{w}: the imported skin's joints {list(joints)[:8]} are those of none of the file's "
+                         f"skins {candidates} of its mesh's nodes", file=doc.file)
     sets = sorted(k[8:] for k in attrs if k.startswith("WEIGHTS_"))
     V = prim.vertex_count
     vid, node, wt = [], [], []
@@ -148,7 +157,6 @@ def _influences(doc, scene, prim, w, attrs, m_i) -> None:
         node.append(np.asarray(file_joints, np.int64)[np.minimum(j, len(file_joints) - 1)].reshape(-1))
         wt.append(np.where(j < len(file_joints), x, 0.0).reshape(-1))
     ours_j, ours_w, _ = top4_influences(np.concatenate(vid), np.concatenate(node), np.concatenate(wt), V)
-    joints = scene.skins[prim.skin].joints
     got_j = np.asarray(joints, np.int64)[prim.vertices["joints"].astype(np.int64)]
     got_w = prim.vertices["weights"].astype(np.float64)
     weighted = ours_w.sum(axis=1) > 0     # unweighted vertices are imported rigid (importer._rigid_joint)
