@@ -79,3 +79,19 @@ def test_variant_counts_match_the_file(op):
         assert [p.vertex_count for p in scene.primitives] == \
             [ref.json["accessors"][p["attributes"]["POSITION"]]["count"] for p in prims]
         assert [len(p.morph_targets) for p in scene.primitives] == [len(p.get("targets", [])) for p in prims]
+
+
+def test_info_lists_each_extension_and_what_vkmorph_does():
+    import json
+
+    from tests.gltf_ref import Gltf
+    from tests.helpers import vkmorph
+
+    path = _variant("SimpleSkin", "meshopt")
+    r = vkmorph("info", path, "--json")
+    assert r.returncode == 0, r.stderr
+    ext = json.loads(r.stdout)["extensions"]
+    assert sorted(e["name"] for e in ext) == sorted(Gltf(path).json["extensionsUsed"])
+    assert all(e["status"] == "supported" and e["required"] for e in ext)
+    text = vkmorph("info", path).stdout
+    assert "extension EXT_meshopt_compression (required): supported, buffer views decoded with meshoptimizer" in text

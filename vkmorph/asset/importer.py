@@ -21,7 +21,7 @@ from .gltf import GltfDocument
 from .gltf_animation import gltf_animations
 from .gltf_canonical import canonical_glb
 from .gltf_check import apply_document, display_names
-from .gltf_extensions import check_extensions
+from .gltf_extensions import check_extensions, file_extensions
 from .gltf_validate import validate_gltf
 from .isolate import can_isolate, run_isolated
 from .materials import Material, assimp_embedded_images, assimp_material
@@ -138,6 +138,7 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
         scene = import_canonical_glb(canon.glb, file, names)
     with np.errstate(all="ignore"):
         apply_document(doc, canon, scene)
+        scene.extensions = file_extensions(doc)
         scene.animations = gltf_animations(doc, scene)
         validate_animations(scene)
     return scene

@@ -134,6 +134,9 @@ class SceneAsset:
     # node); None for other formats. The importer's node order differs from the file's (Assimp adds a root, and
     # walks the hierarchy depth first).
     file_nodes: list[int | None] | None = None
+    # glTF: every extension the file declares, as gltf_extensions.file_extensions gives them (name, required,
+    # status: supported | warned, what vkmorph does with it); None for other formats
+    extensions: list[dict] | None = None
 
     @property
     def primitives(self) -> list[MeshPrimitiveAsset]:
