@@ -31,8 +31,9 @@ EXTENSIONS = {
                                                     "morphing mesh's instances keep the file's default weights)"),
     "KHR_materials_emissive_strength": Extension(SUPPORTED, "emissive factor scaled by the strength"),
     "EXT_texture_webp": Extension(SUPPORTED, "WebP images decoded with Pillow"),
-    "KHR_materials_unlit": Extension(WARNED, "unlit materials are drawn lit"),
-    "KHR_texture_transform": Extension(WARNED, "texture offset, rotation and scale are not applied"),
+    "KHR_materials_unlit": Extension(SUPPORTED, "drawn as the base colour, without lighting"),
+    "KHR_texture_transform": Extension(SUPPORTED, "offset, rotation, scale and texCoord applied per texture (a "
+                                                  "normal map keeps the untransformed tangent frame)"),
     "KHR_texture_basisu": Extension(WARNED, "KTX2 images are not decoded (no decoder here); the texture's "
                                             "fallback image is used, or the texture slot stays empty"),
     "KHR_animation_pointer": Extension(WARNED, "channels that animate a JSON pointer are skipped"),

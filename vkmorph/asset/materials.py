@@ -86,6 +86,9 @@ class TextureRef:
     sampler: SamplerSettings = SamplerSettings()
     texcoord: int = 0              # TEXCOORD_n set (0 or 1)
     scale: float = 1.0             # normalTexture.scale / occlusionTexture.strength
+    # KHR_texture_transform as the rows of a 2 x 3 affine map: uv' = (a u + b v + c, d u + e v + f), glTF's
+    # (v-down) coordinates; identity without the extension
+    transform: tuple = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
 
 
 @dataclass
@@ -105,6 +108,7 @@ class Material:
     double_sided: bool = False
     problems: list[str] = field(default_factory=list)
     unnamed: bool = False          # the file gave no name (``name`` was made up)
+    unlit: bool = False            # KHR_materials_unlit: drawn as base colour, no lighting
 
     TEXTURE_SLOTS = ("base_color_texture", "metallic_roughness_texture", "normal_texture", "occlusion_texture",
                      "emissive_texture")
@@ -159,6 +163,17 @@ def _texture_source(tex: dict):
     return tex.get("source")
 
 
+def texture_transform(tt: dict) -> tuple:
+    """KHR_texture_transform's T(offset) x R(rotation) x S(scale) as affine rows (a, b, c, d, e, f); values
+    that are not finite numbers count as absent."""
+    off = _finite(tt.get("offset", (0, 0)), (0.0, 0.0), 2)
+    rot = _finite([tt.get("rotation", 0.0)], (0.0,), 1)[0]
+    sx, sy = _finite(tt.get("scale", (1, 1)), (1.0, 1.0), 2)
+    c, s = float(np.cos(rot)), float(np.sin(rot))
+    # the extension's rotation matrix is [[cos, sin], [-sin, cos]] (counter-clockwise in v-down coordinates)
+    return (c * sx, s * sy, off[0], -s * sx, c * sy, off[1])
+
+
 def gltf_materials(g) -> list[Material]:
     """Every material of a ``GltfDocument``, in file order."""
     doc = g.json
@@ -191,14 +206,19 @@ def gltf_materials(g) -> list[Material]:
             elif s is not None:
                 mat.problems.append(f"material {mat.name!r}: texture {t} refers to sampler {s!r}, but the file has "
                                     f"{len(samplers)} samplers; using the default sampler")
+            transform = TextureRef.transform
+            tt = (info.get("extensions") or {}).get("KHR_texture_transform")
             coord = info.get("texCoord", 0)
+            if isinstance(tt, dict):
+                transform = texture_transform(tt)
+                coord = tt.get("texCoord", coord)
             if coord not in (0, 1):
                 mat.problems.append(f"material {mat.name!r}: {slot} uses TEXCOORD_{coord}; only 0 and 1 are "
                                     "supported, using 0")
                 coord = 0
             scale = info.get("scale", info.get("strength", 1.0))
             return TextureRef(image=gltf_image(g, src), sampler=sampler, texcoord=coord,
-                              scale=float(scale) if np.isfinite(scale) else 1.0)
+                              scale=float(scale) if np.isfinite(scale) else 1.0, transform=transform)
 
         pbr = m.get("pbrMetallicRoughness", {})
         mat.base_color_factor = _finite(pbr.get("baseColorFactor", (1, 1, 1, 1)), (1.0, 1.0, 1.0, 1.0), 4)
@@ -221,6 +241,7 @@ def gltf_materials(g) -> list[Material]:
         mat.alpha_mode = mode
         mat.alpha_cutoff = _finite([m.get("alphaCutoff", 0.5)], (0.5,), 1)[0]
         mat.double_sided = bool(m.get("doubleSided", False))
+        mat.unlit = isinstance((m.get("extensions") or {}).get("KHR_materials_unlit"), dict)
         out.append(mat)
     return out
 
