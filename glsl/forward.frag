@@ -2,7 +2,7 @@
 #extension GL_GOOGLE_include_directive : require
 // Forward pass: glTF 2.0 metallic-roughness materials (base colour texture x factor x vertex colour,
 // metallic-roughness texture, normal map with the interpolated tangent and its handedness, occlusion, emissive,
-// alpha OPAQUE / MASK / BLEND), lit by the BRDF of the glTF spec's appendix B (GGX distribution, height-correlated
+// alpha OPAQUE / MASK / BLEND; KHR_texture_transform per slot, KHR_materials_unlit), lit by the BRDF of the glTF spec's appendix B (GGX distribution, height-correlated
 // Smith visibility, Schlick Fresnel) under the shadowed directional light (3x3 PCF), plus an image-free hemisphere
 // ambient (diffuse irradiance and a Karis analytic split-sum specular). Khronos PBR Neutral tone mapping, then the
 // sRGB attachment encodes.
@@ -75,6 +75,7 @@ void main() {
 
     vec3 color = direct * frame.lightDir.w * shadow + ambient + emissive;
     color = pbrNeutral(color * frame.cameraPos.w);
+    color = mix(color, base.rgb, float(material.modes.w != 0));   // KHR_materials_unlit: the base colour as is
     if (base.a < mix(-1.0, material.params.w, float(material.modes.x == ALPHA_MASK))) discard;
     outColor = vec4(color, mix(1.0, base.a, float(material.modes.x == ALPHA_BLEND)));
 }

@@ -27,7 +27,10 @@ layout(std140, set = 2, binding = 0) uniform Material {
     vec4 baseColor;         // linear RGBA factor
     vec4 emissive;          // rgb: emissive factor, a: normal scale
     vec4 params;            // metallic, roughness, occlusion strength, alpha cutoff
-    ivec4 modes;            // alpha mode (ALPHA_*), bit i: texture slot i reads TEXCOORD_1, has normal map
+    ivec4 modes;            // alpha mode (ALPHA_*), bit i: texture slot i reads TEXCOORD_1, has normal map, unlit (KHR_materials_unlit)
+    mat4 uvXform0;          // KHR_texture_transform: columns 2i, 2i + 1 of the three matrices are slot i's affine rows (a, b, c) and (d, e, f)
+    mat4 uvXform1;          // slots 2, 3
+    mat4 uvXform2;          // slot 4
 } material;
 layout(set = 2, binding = 1) uniform sampler2D baseColorTex;
 layout(set = 2, binding = 2) uniform sampler2D metallicRoughnessTex;

@@ -306,3 +306,62 @@ def test_renderer_destroys_everything_in_reverse_creation_order(ctx, tmp_path, m
     released = [k for k in order if k in created]
     assert sorted(released) == created, "leaked: " + str(set(created) - set(released))
     assert released == sorted(released, reverse=True), released
+
+
+# ------------------------------------------------------------------ glTF material extensions
+def _checker_wall(tmp_path, name, *, uv=None, info_ext=None, material_ext=None, factor=None):
+    from tests.render.gltf_gen import GltfBuilder, checker, wall
+
+    b = GltfBuilder()
+    tex = b.texture(b.image(checker(64, 8, a=(230, 120, 30, 255), b=(20, 60, 200, 255))),
+                    {"magFilter": 9728, "minFilter": 9728, "wrapS": 10497, "wrapT": 10497})
+    info = {"index": tex}
+    if info_ext:
+        info["extensions"] = info_ext
+    pbr = {"baseColorTexture": info, "metallicFactor": 0.0, "roughnessFactor": 0.8}
+    if factor is not None:
+        pbr = {"baseColorFactor": factor, "metallicFactor": 0.0, "roughnessFactor": 0.8}
+    m = {"name": name, "pbrMetallicRoughness": pbr}
+    if material_ext:
+        m["extensions"] = material_ext
+    pos, nor, uv0, idx = wall(2.0)
+    b.mesh(pos, nor, uv0 if uv is None else uv, idx, material=b.material(**m), name="wall")
+    used = sorted({*(info_ext or {}), *(material_ext or {})})
+    if used:
+        b.doc["extensionsUsed"] = used
+    return load_scene(b.save(tmp_path / f"{name}.gltf"))
+
+
+def test_texture_transform_equals_the_same_transform_applied_to_the_uvs(ctx, tmp_path):
+    """KHR_texture_transform in the shader against an independent reference: a file without the extension whose
+    UVs are the transformed ones (numpy). Nearest filtering, so only texel-boundary pixels may differ."""
+    from tests.render.gltf_gen import wall
+
+    tt = {"offset": [0.25, 0.1], "rotation": 0.5, "scale": [2.0, 1.5]}
+    co, si = np.cos(0.5), np.sin(0.5)   # the extension's matrices: T(offset) x R(rotation) x S(scale)
+    m = np.array([[1, 0, 0.25], [0, 1, 0.1], [0, 0, 1]]) @ np.array([[co, si, 0], [-si, co, 0], [0, 0, 1]]) \
+        @ np.diag([2.0, 1.5, 1.0])
+    uv = wall(2.0)[2].astype(np.float64)
+    moved = (np.c_[uv, np.ones(len(uv))] @ m.T)[:, :2].astype(np.float32)
+    shader, _, _ = render(ctx, _checker_wall(tmp_path, "tt", info_ext={"KHR_texture_transform": tt}), front_view,
+                          ground=False)
+    numpy_uv, _, _ = render(ctx, _checker_wall(tmp_path, "uv", uv=moved), front_view, ground=False)
+    plain, _, _ = render(ctx, _checker_wall(tmp_path, "plain"), front_view, ground=False)
+    diff = np.abs(shader[..., :3].astype(int) - numpy_uv[..., :3].astype(int)).max(axis=2)
+    assert (diff > 40).mean() < 0.01, (diff > 40).mean()
+    assert (np.abs(plain[..., :3].astype(int) - numpy_uv[..., :3].astype(int)).max(axis=2) > 40).mean() > 0.1
+
+
+def test_unlit_material_is_drawn_as_its_base_colour(ctx, tmp_path):
+    """KHR_materials_unlit: every pixel of the wall is the sRGB encoding of the base colour factor, whatever the
+    light; the same material lit varies across the wall."""
+    factor = [0.2, 0.5, 0.8, 1.0]
+    srgb = np.array([12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055 for c in factor[:3]]) * 255
+    unlit, _, _ = render(ctx, _checker_wall(tmp_path, "unlit", factor=factor,
+                                            material_ext={"KHR_materials_unlit": {}}), front_view, ground=False)
+    px = object_pixels(unlit)
+    assert len(px) > 2000
+    exact = np.abs(px - srgb).max(axis=1) <= 2      # all but the anti-aliased edge, blended with the sky
+    assert exact.mean() > 0.9, (exact.mean(), np.median(px, axis=0), srgb)
+    lit, _, _ = render(ctx, _checker_wall(tmp_path, "lit", factor=factor), front_view, ground=False)
+    assert (np.abs(object_pixels(lit) - srgb).max(axis=1) <= 2).mean() < 0.5

@@ -39,7 +39,7 @@ def scene_summary(scene: SceneAsset) -> dict:
                       "node_channels": sorted({scene.nodes[c.node].name for c in a.node_channels})})
     return {"file": scene.source, "primitives": prims,
             "skins": [{"name": s.name, "joint_count": int(len(s.joints))} for s in scene.skins],
-            "animations": anims, "node_count": len(scene.nodes)}
+            "animations": anims, "node_count": len(scene.nodes), "extensions": scene.extensions or []}
 
 
 def run_info(args) -> int:
@@ -68,6 +68,8 @@ def run_info(args) -> int:
             derived = [n for n, d in zip(p["target_names"], p["target_normals_derived"]) if d]
             if derived:
                 print(f"      normals derived from positions (file has none): {_p(', '.join(derived))}")
+    for e in summary["extensions"]:
+        print(f"  extension {e['name']} ({'required' if e['required'] else 'used'}): {e['status']}, {e['what']}")
     for s in summary["skins"]:
         print(f"  skin {_p(s['name'])}: {s['joint_count']} joints")
     for a in summary["animations"]:

@@ -40,6 +40,9 @@ CHUNK_JSON = 0x4E4F534A
 CHUNK_BIN = 0x004E4942
 MAX_ZERO_FILL_BYTES = 1 << 28   # an accessor without a bufferView is zeros: refuse absurd counts
 ALLOW_EXTERNAL_ENV = "VKMORPH_ALLOW_EXTERNAL_URIS"
+MESHOPT = "EXT_meshopt_compression"
+MESHOPT_MODES = ("ATTRIBUTES", "TRIANGLES", "INDICES")
+MESHOPT_FILTERS = ("NONE", "OCTAHEDRAL", "QUATERNION", "EXPONENTIAL", "COLOR")
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class GltfDocument:
         else:
             text = raw
         self.json = self._parse_json(text)
+        self._decoded_views: dict[int, memoryview] = {}   # EXT_meshopt_compression views, decoded once
         self.buffers = [self._buffer(i, b) for i, b in enumerate(self.array("buffers"))]
         for i, img in enumerate(self.array("images")):
             if isinstance(img, dict) and "uri" in img:
@@ -201,6 +205,10 @@ class GltfDocument:
         if not isinstance(b, dict):
             raise self.error(where, f"must be an object, not {type(b).__name__}")
         n = self.integer(b, "byteLength", where, minimum=1)
+        if "uri" not in b and _meshopt_fallback(b):
+            # EXT_meshopt_compression: a placeholder whose views are all compressed elsewhere (view_range decodes
+            # them); its byteLength is never allocated, and a view that reads it uncompressed is an error there
+            return memoryview(b"").toreadonly()
         if "uri" not in b:
             if self.bin_chunk is None or i != 0:
                 raise self.error(where, "has no uri and there is no GLB BIN chunk for it")
@@ -255,15 +263,67 @@ class GltfDocument:
         self.item("buffers", b_i, f"{vw}.buffer")
         off = self.integer(view, "byteOffset", vw, default=0)
         n = self.integer(view, "byteLength", vw, minimum=1)
+        ext = view.get("extensions", {}).get(MESHOPT) if isinstance(view.get("extensions"), dict) else None
         buf = self.buffers[b_i]
-        if off + n > len(buf):
+        if ext is not None:   # the decoded bytes are the view's content; its byteStride applies as usual
+            data = self._meshopt_view(v_i, ext, n)
+        elif not len(buf) and _meshopt_fallback(self.json["buffers"][b_i]):
+            raise self.error(vw, f"reads buffers[{b_i}], an {MESHOPT} fallback buffer, without being compressed")
+        elif off + n > len(buf):
             raise self.error(vw, f"bytes {off}..{off + n} lie outside buffers[{b_i}] ({len(buf)} bytes)")
+        else:
+            data = buf[off:off + n]
         stride = None
         if "byteStride" in view:
             stride = self.integer(view, "byteStride", vw, minimum=4, maximum=252)
             if stride % 4:
                 raise self.error(f"{vw}.byteStride", f"{stride} is not a multiple of 4")
-        return buf[off:off + n], stride
+        return data, stride
+
+    def _meshopt_view(self, v_i: int, ext, n: int) -> memoryview:
+        """The bytes of an ``EXT_meshopt_compression`` view, decoded by meshoptimizer (the ``meshopt`` package)
+        once per view; every size is checked against the file before the decoder runs."""
+        if v_i in self._decoded_views:
+            return self._decoded_views[v_i]
+        w = f"bufferViews[{v_i}].extensions.{MESHOPT}"
+        if not isinstance(ext, dict):
+            raise self.error(w, "must be an object")
+        b_i = ext.get("buffer")
+        self.item("buffers", b_i, f"{w}.buffer")
+        off = self.integer(ext, "byteOffset", w, default=0)
+        length = self.integer(ext, "byteLength", w, minimum=1)
+        stride = self.integer(ext, "byteStride", w, minimum=1, maximum=256)
+        count = self.integer(ext, "count", w, minimum=1)
+        mode, filt = ext.get("mode"), ext.get("filter", "NONE")
+        if mode not in MESHOPT_MODES:
+            raise self.error(f"{w}.mode", f"{mode!r} is not one of {', '.join(MESHOPT_MODES)}")
+        if filt not in MESHOPT_FILTERS:
+            raise self.error(f"{w}.filter", f"{filt!r} is not one of {', '.join(MESHOPT_FILTERS)}")
+        if (mode == "ATTRIBUTES" and stride % 4) or (mode != "ATTRIBUTES" and stride not in (2, 4)):
+            raise self.error(f"{w}.byteStride", f"{stride} is not allowed for mode {mode}")
+        if count * stride != n:
+            raise self.error(w, f"count {count} x byteStride {stride} = {count * stride}, but the view's "
+                                f"byteLength is {n}")
+        if n > MAX_ZERO_FILL_BYTES:
+            raise self.error(w, f"decodes to {n} bytes; refused (more than {MAX_ZERO_FILL_BYTES})")
+        src = self.buffers[b_i]
+        if off + length > len(src):
+            raise self.error(w, f"bytes {off}..{off + length} lie outside buffers[{b_i}] ({len(src)} bytes)")
+        import meshopt  # imported here: only files that use the extension need it
+
+        try:
+            rows = meshopt.decode_gltf_buffer(bytes(src[off:off + length]), count, stride, mode,
+                                              None if filt == "NONE" else filt)
+        except Exception as exc:  # noqa: BLE001 - the decoder's own reason, in one line naming the view
+            raise self.error(w, f"meshoptimizer cannot decode it: {str(exc).splitlines()[0][:120]}") from None
+        raw = np.ascontiguousarray(rows)
+        if mode != "ATTRIBUTES":   # the decoder gives indices back as numbers: lay them out as the view's bytes
+            raw = raw.astype("<u4" if stride == 4 else "<u2")
+        data = memoryview(raw.tobytes()).toreadonly()
+        if len(data) != n:
+            raise self.error(w, f"decoded to {len(data)} bytes, expected {n}")
+        self._decoded_views[v_i] = data
+        return data
 
     def accessor(self, i, where: str = "") -> np.ndarray:
         """Decode accessor ``i``: shape (count,) + element shape (MATn: (count, n, n) with M[:, c] = column c,
@@ -364,7 +424,9 @@ class GltfDocument:
             if node is not None and not is_int(node):
                 raise self.error(f"{cw}.target.node", f"{node!r} is not an integer")
             path = ch["target"].get("path")
-            if path not in TARGET_PATHS:
+            if path == "pointer":   # KHR_animation_pointer: no node; gltf_animation skips it with a warning
+                node = None
+            elif path not in TARGET_PATHS:
                 raise self.error(f"{cw}.target.path", f"unknown path {path!r}")
             out.append(Channel(sampler=s, node=node, path=path))
         return out
@@ -394,6 +456,12 @@ class GltfDocument:
         out = self.accessor(s.get("output"), f"{sw}.output")
         out = out.reshape(len(out), -1) if out.ndim != 1 else out.reshape(-1, width or 1)
         return Sampler(input=times.astype(np.float64), output=out.astype(np.float64), interpolation=interp)
+
+
+def _meshopt_fallback(b) -> bool:
+    ext = b.get("extensions") if isinstance(b, dict) else None
+    ext = ext.get(MESHOPT) if isinstance(ext, dict) else None
+    return isinstance(ext, dict) and ext.get("fallback") is True
 
 
 def _decode_rows(rows: np.ndarray, dt: np.dtype, shape: tuple, col: int) -> np.ndarray:

@@ -12,9 +12,11 @@ unique names are used, and a node that cannot be found is an ``AssetError``.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from ..errors import AssetError
+from ..errors import AssetError, AssetWarning
 from .model import AnimationClip, MorphWeightChannel, NodeChannel, SceneAsset
 
 _WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
@@ -54,16 +56,20 @@ def gltf_node_map(doc, scene: SceneAsset) -> list[int | None]:
 
 
 def gltf_animations(doc, scene: SceneAsset) -> list[AnimationClip]:
-    """Every animation of the glTF document as an ``AnimationClip`` over ``scene``'s nodes."""
-    node_of = gltf_node_map(doc, scene)
+    """Every animation of the glTF document as an ``AnimationClip`` over ``scene``'s nodes (found through
+    ``scene.file_nodes``, which the importer fills by node index; else by ``gltf_node_map``). A channel without
+    a target node, or a ``KHR_animation_pointer`` one, is skipped with one warning per animation."""
+    node_of = scene.file_nodes if scene.file_nodes is not None else gltf_node_map(doc, scene)
     clips = []
     for a_i, anim in enumerate(doc.json.get("animations", [])):
         name = anim.get("name") if isinstance(anim.get("name"), str) and anim.get("name") else f"clip_{a_i}"
         morph: list[MorphWeightChannel] = []
         trs: list[NodeChannel] = []
         last = 0.0
+        skipped = []
         for c_i, ch in enumerate(doc.channels(a_i)):
             if ch.node is None:          # glTF: a channel without a node is ignored
+                skipped.append((c_i, ch.path))
                 continue
             where = f"animations[{a_i}].channels[{c_i}]"
             node = node_of[ch.node] if 0 <= ch.node < len(node_of) else None
@@ -84,5 +90,13 @@ def gltf_animations(doc, scene: SceneAsset) -> list[AnimationClip]:
                 trs.append(NodeChannel(node=node, path=ch.path, times=s.input, values=s.output,
                                        interpolation=s.interpolation))
             last = max(last, float(np.max(s.input)))
+        if skipped:
+            pointer = sum(p == "pointer" for _, p in skipped)
+            what = (f"{len(skipped) - pointer} without a target node" if len(skipped) > pointer else "") + \
+                (", " if pointer and len(skipped) > pointer else "") + \
+                (f"{pointer} KHR_animation_pointer" if pointer else "")
+            warnings.warn(AssetWarning(f"file {doc.file}: animations[{a_i}] ({name!r}): {len(skipped)} channel"
+                                       f"{'s' if len(skipped) > 1 else ''} skipped ({what}; channels "
+                                       f"{[c for c, _ in skipped][:8]})"), stacklevel=3)
         clips.append(AnimationClip(name=name, duration=last, morph_channels=morph, node_channels=trs))
     return clips

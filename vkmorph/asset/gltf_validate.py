@@ -71,7 +71,6 @@ class _Validator:
         self.skins()
         self.meshes()
         self.animations()
-        self.unique_bound_names()
         self.materials()
         for i in range(len(d.array("accessors"))):
             if len(self.acc(i, f"accessors[{i}]")) == 0:
@@ -315,8 +314,8 @@ class _Validator:
                                                     "samplers)")
             for c_i, c in enumerate(d.channels(a_i)):
                 cw = f"{w}.channels[{c_i}]"
-                if c.node is None:
-                    raise self.err(f"{cw}.target.node", "missing")
+                if c.node is None:   # skipped with a warning (gltf_animation): glTF says to ignore it
+                    continue
                 self.index(c.node, "nodes", f"{cw}.target.node")
                 s = samplers[c.sampler]
                 sw = f"{w}.samplers[{c.sampler}]"
@@ -339,22 +338,6 @@ class _Validator:
                                                    + (" x 3 (CUBICSPLINE)" if want > K * per_key else ""))
                 if not np.isfinite(out).all():
                     raise self.err(f"{sw}.output", f"non-finite value at {_first(~np.isfinite(out))}")
-
-    def unique_bound_names(self) -> None:
-        """Assimp binds skin joints and animation channels to nodes by name: those names must be unambiguous."""
-        d = self.doc
-        bound = {j for s in d.array("skins") for j in s["joints"]}
-        for a_i in range(len(d.array("animations"))):
-            bound |= {c.node for c in d.channels(a_i)}
-        first: dict[str, int] = {}
-        for n_i in range(len(d.array("nodes"))):
-            first.setdefault(d.assimp_node_name(n_i), n_i)
-        for n_i in range(len(d.array("nodes"))):
-            name = d.assimp_node_name(n_i)
-            other = first[name]
-            if other != n_i and (n_i in bound or other in bound):
-                raise self.err(f"nodes[{n_i}].name", f"{name!r} is also the name of nodes[{other}]; joints and "
-                                                     "animation channels are bound by name, so this is ambiguous")
 
     # ------------------------------------------------------------------ materials, textures, images
     def materials(self) -> None:

@@ -18,17 +18,13 @@ import numpy as np
 from ..errors import AssetError, UsageError
 from .geometry import area_weighted_normals, derived_normal_deltas, vertex_tangents
 from .gltf import GltfDocument
-from .gltf_animation import gltf_animations, gltf_node_map
+from .gltf_animation import gltf_animations
+from .gltf_canonical import canonical_glb
+from .gltf_check import apply_document, display_names
+from .gltf_extensions import check_extensions, file_extensions
 from .gltf_validate import validate_gltf
 from .isolate import can_isolate, run_isolated
-from .materials import (
-    Material,
-    assimp_embedded_images,
-    assimp_material,
-    gltf_materials,
-    match_gltf_materials,
-    sanitized_gltf_json,
-)
+from .materials import Material, assimp_embedded_images, assimp_material
 from .model import (
     SKINNED_VERTEX,
     STATIC_VERTEX,
@@ -124,31 +120,46 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
         gltf = is_gltf(path)
     except OSError as exc:
         raise AssetError(f"unreadable: {exc.strerror}", file=file) from None
-    if gltf:
-        with np.errstate(all="ignore"):
-            doc = GltfDocument(path, allow_external_uris=allow_external_uris)
-            if validate:
-                validate_gltf(doc)
-    # glTF clips come from the file's own samplers (interpolation and CUBICSPLINE tangents, which Assimp drops)
-    if (isolate if isolate is not None else isolation_default()) and can_isolate():
-        scene = run_isolated(import_with_assimp, file, not gltf, file=file)
+    isolated = (isolate if isolate is not None else isolation_default()) and can_isolate()
+    if not gltf:
+        return run_isolated(import_with_assimp, file, file=file) if isolated else import_with_assimp(file)
+    # glTF: vkmorph decodes the file (asset.gltf_canonical) and Assimp imports that decode; materials and clips
+    # come from the file itself (clips: interpolation and CUBICSPLINE tangents, which Assimp drops)
+    with np.errstate(all="ignore"):
+        doc = GltfDocument(path, allow_external_uris=allow_external_uris)
+        check_extensions(doc)
+        if validate:
+            validate_gltf(doc)
+        canon = canonical_glb(doc)
+    names = display_names(doc, canon)
+    if isolated:
+        scene = run_isolated(import_canonical_glb, canon.glb, file, names, file=file)
     else:
-        scene = import_with_assimp(file, not gltf)
-    if gltf:
-        with np.errstate(all="ignore"):
-            scene.animations = gltf_animations(doc, scene)
-            scene.file_nodes = gltf_node_map(doc, scene)
-            validate_animations(scene)
+        scene = import_canonical_glb(canon.glb, file, names)
+    with np.errstate(all="ignore"):
+        apply_document(doc, canon, scene)
+        scene.extensions = file_extensions(doc)
+        scene.animations = gltf_animations(doc, scene)
+        validate_animations(scene)
     return scene
 
 
 def import_with_assimp(file: str, animations: bool = True) -> SceneAsset:
-    """Assimp import, conversion to the data model and ``validate_scene`` (what ``isolate`` runs in a child);
-    ``animations=False`` leaves the clips to the caller (glTF: read from the file itself)."""
+    """Assimp import of a file (any format but glTF, which ``load_scene`` decodes first), conversion to the data
+    model and ``validate_scene`` (what ``isolate`` runs in a child)."""
     lib = _assimp()
-    ptr = lib.load(os.fsencode(file), IMPORT_FLAGS)  # aiImportFile(path, flags)
-    if not ptr and is_gltf(Path(file)):
-        ptr = _load_sanitized(lib, Path(file))
+    return _finish(lib, lib.load(os.fsencode(file), IMPORT_FLAGS), file, animations=animations)
+
+
+def import_canonical_glb(glb: bytes, file: str, names: dict) -> SceneAsset:
+    """Assimp import of ``gltf_canonical``'s GLB (from memory: it never opens another file), with the file's
+    names put back (``gltf_check.display_names``) before validation, so errors name the file's meshes."""
+    lib = _assimp()
+    ptr = lib.load_mem(glb, len(glb), IMPORT_FLAGS, b"glb")
+    return _finish(lib, ptr, file, animations=False, names=names)
+
+
+def _finish(lib, ptr, file: str, *, animations: bool, names: dict | None = None) -> SceneAsset:
     if not ptr:
         msg = (lib.dll.aiGetErrorString() or b"unknown error").decode(errors="replace").strip()
         raise AssetError(f"Assimp cannot import it: {msg.splitlines()[0] if msg else 'unknown error'}", file=file)
@@ -157,7 +168,7 @@ def import_with_assimp(file: str, animations: bool = True) -> SceneAsset:
         if raw.mFlags & _SCENE_FLAGS_INCOMPLETE or not raw.mRootNode:
             raise AssetError("incomplete scene (no meshes or truncated file)", file=file)
         with np.errstate(all="ignore"):  # NaN/inf from bad data are reported by validate_scene, not warned
-            scene = _convert(raw, file, animations=animations)
+            scene = _convert(raw, file, animations=animations, names=names)
     finally:
         lib.release(ptr)
     with np.errstate(all="ignore"):
@@ -165,62 +176,31 @@ def import_with_assimp(file: str, animations: bool = True) -> SceneAsset:
     return scene
 
 
-def _load_sanitized(lib, path: Path):
-    """Assimp rejects a whole glTF file for one out-of-range texture index; import a copy without the bad
-    references (next to the original, so relative buffer and image URIs resolve). The materials, read from the
-    original, report what was dropped. None when the file has no such references or the copy cannot be made."""
-    import json
-    import os
-    import tempfile
-
-    try:
-        doc = sanitized_gltf_json(path)
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return None
-    if doc is None or path.suffix.lower() != ".gltf":
-        return None
-    try:
-        fd, tmp = tempfile.mkstemp(suffix=".gltf", prefix=".vkmorph-", dir=path.parent)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh)
-        return lib.load(tmp.encode(), IMPORT_FLAGS)
-    finally:
-        os.unlink(tmp)
-
-
 def _materials(raw, file: str) -> tuple[list[Material], Material]:
-    """Materials by Assimp material index, and the one for primitives without a material."""
-    if is_gltf(Path(file)):
-        try:
-            gltf = gltf_materials(file)
-        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
-            gltf = None  # unreadable JSON was already accepted by Assimp; fall back to what Assimp read
-        if gltf is not None:
-            default = Material()   # glTF's default material (metallic 1, roughness 1)
-            matched = match_gltf_materials([raw.mMaterials[i].contents for i in range(raw.mNumMaterials)], gltf)
-            return [m if m is not None else default for m in matched], default
+    """Materials by Assimp material index, and the one for primitives without a material (not glTF: there
+    ``gltf_check.apply_document`` gives each primitive the file's own material)."""
     embedded = assimp_embedded_images(raw)
     mats = [assimp_material(raw.mMaterials[i].contents, file, embedded, i) for i in range(raw.mNumMaterials)]
     return mats, Material.plain((0.8, 0.8, 0.8, 1.0))
 
 
 # ---------------------------------------------------------------------------------------------- conversion
-def _convert(raw, file: str, animations: bool = True) -> SceneAsset:
+def _convert(raw, file: str, animations: bool = True, names: dict | None = None) -> SceneAsset:
+    """``names`` (glTF): the canonical file's names -> the file's (``gltf_check.display_names``); bones are
+    bound by the canonical names, which are unique."""
     nodes, node_meshes, roots = _nodes(raw.mRootNode)
     name_to_node: dict[str, int] = {}
     for i, n in enumerate(nodes):
         name_to_node.setdefault(n.name, i)
+    shown = names["meshes"] if names else {}
 
     prims: list[MeshPrimitiveAsset] = []
     pending_skins: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     colors = [_base_color(raw.mMaterials[i].contents) for i in range(raw.mNumMaterials)]
-    materials, default_material = _materials(raw, file)
+    materials, default_material = _materials(raw, file) if names is None else ([], None)
     for m_i in range(raw.mNumMeshes):
         mesh = raw.mMeshes[m_i].contents
-        prim = _primitive(mesh, m_i, file, name_to_node, pending_skins)
+        prim = _primitive(mesh, m_i, file, name_to_node, pending_skins, shown)
         if mesh.mMaterialIndex < len(colors) and colors[mesh.mMaterialIndex] is not None:
             prim.base_color = colors[mesh.mMaterialIndex]
         prim.material = materials[mesh.mMaterialIndex] if mesh.mMaterialIndex < len(materials) \
@@ -264,7 +244,17 @@ def _convert(raw, file: str, animations: bool = True) -> SceneAsset:
 
     clips = [_animation(raw.mAnimations[a].contents, a, name_to_node, nodes, meshes, file)
              for a in range(raw.mNumAnimations)] if animations else []
-    return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=clips, roots=roots, source=file)
+    scene = SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=clips, roots=roots, source=file)
+    if names:
+        scene.file_nodes = [None] * names["file_node_count"]
+        for i, n in enumerate(nodes):
+            k = names["node_index"].get(n.name)
+            if k is not None and k < names["file_node_count"]:
+                scene.file_nodes[k] = i
+            n.name = names["nodes"].get(n.name, n.name)
+        for m in meshes:
+            m.name = _mesh_group_name(m.primitives, range(len(m.primitives)))
+    return scene
 
 
 _PTI_FLOAT = 1
@@ -357,8 +347,9 @@ def _indices(mesh, where) -> np.ndarray:
     return out
 
 
-def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAsset:
-    name = A.string(mesh.mName) or f"mesh_{m_i}"
+def _primitive(mesh, m_i, file, name_to_node, pending_skins, shown) -> MeshPrimitiveAsset:
+    raw_name = A.string(mesh.mName) or f"mesh_{m_i}"
+    name, source = shown.get(raw_name, (raw_name, None))
     where = {"file": file, "mesh": name, "primitive": m_i}
     V = mesh.mNumVertices
     if V == 0:
@@ -394,7 +385,7 @@ def _primitive(mesh, m_i, file, name_to_node, pending_skins) -> MeshPrimitiveAss
     if uv is not None:
         verts["texcoord"] = uv
 
-    prim = MeshPrimitiveAsset(vertices=verts, indices=indices, name=name)
+    prim = MeshPrimitiveAsset(vertices=verts, indices=indices, name=name, source=source)
     if mesh.mColors[0]:  # COLOR_0 (assimp normalizes integer colours to float)
         rgba = np.frombuffer(ctypes.cast(mesh.mColors[0], ctypes.POINTER(ctypes.c_float * (4 * V))).contents,
                              np.float32).reshape(V, 4).copy()

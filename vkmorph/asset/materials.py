@@ -12,12 +12,12 @@ from __future__ import annotations
 import base64
 import ctypes
 import io
-import json
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from ..errors import AssetError
 
 ALPHA_MODES = ("OPAQUE", "MASK", "BLEND")
 # glTF sampler enums (OpenGL values)
@@ -86,6 +86,9 @@ class TextureRef:
     sampler: SamplerSettings = SamplerSettings()
     texcoord: int = 0              # TEXCOORD_n set (0 or 1)
     scale: float = 1.0             # normalTexture.scale / occlusionTexture.strength
+    # KHR_texture_transform as the rows of a 2 x 3 affine map: uv' = (a u + b v + c, d u + e v + f), glTF's
+    # (v-down) coordinates; identity without the extension
+    transform: tuple = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
 
 
 @dataclass
@@ -105,6 +108,7 @@ class Material:
     double_sided: bool = False
     problems: list[str] = field(default_factory=list)
     unnamed: bool = False          # the file gave no name (``name`` was made up)
+    unlit: bool = False            # KHR_materials_unlit: drawn as base colour, no lighting
 
     TEXTURE_SLOTS = ("base_color_texture", "metallic_roughness_texture", "normal_texture", "occlusion_texture",
                      "emissive_texture")
@@ -125,58 +129,53 @@ def _finite(values, default, n):
     return tuple(arr) if len(arr) == n and all(np.isfinite(arr)) else default
 
 
-class GltfFile:
-    """The parts of a .gltf/.glb that materials need: JSON, buffer bytes (lazily), images."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        raw = self.path.read_bytes()
-        self.bin_chunk = None
-        if raw[:4] == b"glTF":
-            n = struct.unpack("<I", raw[12:16])[0]
-            self.json = json.loads(raw[20:20 + n])
-            rest = raw[20 + n:]
-            if len(rest) >= 8:
-                self.bin_chunk = rest[8:8 + struct.unpack("<I", rest[:4])[0]]
-        else:
-            self.json = json.loads(raw)
-        self._buffers: dict[int, bytes] = {}
-
-    def _uri_bytes(self, uri: str) -> tuple[bytes | None, Path | None]:
+def gltf_image(doc, i: int) -> ImageSource:
+    """Image ``i`` of a ``GltfDocument``: its bytes (bufferView, ``data:`` URI) or its file (a relative URI, which
+    the document has already checked against its URI policy), read through the same document as the geometry."""
+    img = doc.json["images"][i]
+    name = img.get("name") or (img.get("uri", "")[:60] if isinstance(img.get("uri"), str) else "") or f"image {i}"
+    key = f"{doc.file}#{i}"
+    if "uri" in img:
+        uri = img["uri"]
         if uri.startswith("data:"):
-            return base64.b64decode(uri.split(",", 1)[1]), None
-        from urllib.parse import unquote
-
-        return None, self.path.parent / unquote(uri)
-
-    def buffer(self, i: int) -> bytes:
-        if i not in self._buffers:
-            b = self.json["buffers"][i]
-            if "uri" not in b:
-                self._buffers[i] = self.bin_chunk or b""
-            else:
-                data, path = self._uri_bytes(b["uri"])
-                self._buffers[i] = data if data is not None else path.read_bytes()
-        return self._buffers[i]
-
-    def image(self, i: int) -> ImageSource:
-        img = self.json["images"][i]
-        name = img.get("name") or img.get("uri", "")[:60] or f"image {i}"
-        if "uri" in img:
-            data, path = self._uri_bytes(img["uri"])
-            return ImageSource(name=name, key=f"{self.path}#{i}", data=data, path=path)
-        try:
-            v = self.json["bufferViews"][img["bufferView"]]
-            start = v.get("byteOffset", 0)
-            data = self.buffer(v["buffer"])[start:start + v["byteLength"]]
-        except (KeyError, IndexError, OSError, TypeError):
-            data = b""
-        return ImageSource(name=name, key=f"{self.path}#{i}", data=data)
+            try:
+                data = base64.b64decode(uri.split(",", 1)[1])
+            except (IndexError, ValueError):
+                data = b""
+            return ImageSource(name=name, key=key, data=data)
+        return ImageSource(name=name, key=key, path=doc._uri_path(uri, f"images[{i}].uri"))
+    try:
+        data = bytes(doc.view_range(img["bufferView"], f"images[{i}].bufferView")[0])
+    except (KeyError, TypeError, AssetError):  # a bad view is a missing image, reported when decoded
+        data = b""
+    return ImageSource(name=name, key=key, data=data)
 
 
-def gltf_materials(path: str | Path) -> list[Material]:
-    """Every material of a glTF/GLB file, in file order (the index Assimp gives ``mMaterialIndex``)."""
-    g = GltfFile(Path(path))
+def _texture_source(tex: dict):
+    """The image a texture shows: EXT_texture_webp's source first (Pillow decodes WebP), then the core source;
+    a KHR_texture_basisu image is never chosen (no KTX2 decoder here)."""
+    ext = tex.get("extensions") if isinstance(tex.get("extensions"), dict) else {}
+    webp = ext.get("EXT_texture_webp")
+    if isinstance(webp, dict) and "source" in webp:
+        return webp["source"]
+    if "source" not in tex and isinstance(ext.get("KHR_texture_basisu"), dict):
+        return "basisu"
+    return tex.get("source")
+
+
+def texture_transform(tt: dict) -> tuple:
+    """KHR_texture_transform's T(offset) x R(rotation) x S(scale) as affine rows (a, b, c, d, e, f); values
+    that are not finite numbers count as absent."""
+    off = _finite(tt.get("offset", (0, 0)), (0.0, 0.0), 2)
+    rot = _finite([tt.get("rotation", 0.0)], (0.0,), 1)[0]
+    sx, sy = _finite(tt.get("scale", (1, 1)), (1.0, 1.0), 2)
+    c, s = float(np.cos(rot)), float(np.sin(rot))
+    # the extension's rotation matrix is [[cos, sin], [-sin, cos]] (counter-clockwise in v-down coordinates)
+    return (c * sx, s * sy, off[0], -s * sx, c * sy, off[1])
+
+
+def gltf_materials(g) -> list[Material]:
+    """Every material of a ``GltfDocument``, in file order."""
     doc = g.json
     textures, images, samplers = doc.get("textures", []), doc.get("images", []), doc.get("samplers", [])
     out = []
@@ -191,7 +190,11 @@ def gltf_materials(path: str | Path) -> list[Material]:
                 mat.problems.append(f"material {mat.name!r}: {slot} refers to texture {t!r}, but the file has "
                                     f"{len(textures)} textures; ignored")
                 return None
-            src = textures[t].get("source")
+            src = _texture_source(textures[t])
+            if src == "basisu":
+                mat.problems.append(f"material {mat.name!r}: texture {t} has only a KTX2 image "
+                                    "(KHR_texture_basisu), which vkmorph cannot decode; ignored")
+                return None
             if not isinstance(src, int) or not 0 <= src < len(images):
                 mat.problems.append(f"material {mat.name!r}: texture {t} refers to image {src!r}, but the file has "
                                     f"{len(images)} images; ignored")
@@ -203,14 +206,19 @@ def gltf_materials(path: str | Path) -> list[Material]:
             elif s is not None:
                 mat.problems.append(f"material {mat.name!r}: texture {t} refers to sampler {s!r}, but the file has "
                                     f"{len(samplers)} samplers; using the default sampler")
+            transform = TextureRef.transform
+            tt = (info.get("extensions") or {}).get("KHR_texture_transform")
             coord = info.get("texCoord", 0)
+            if isinstance(tt, dict):
+                transform = texture_transform(tt)
+                coord = tt.get("texCoord", coord)
             if coord not in (0, 1):
                 mat.problems.append(f"material {mat.name!r}: {slot} uses TEXCOORD_{coord}; only 0 and 1 are "
                                     "supported, using 0")
                 coord = 0
             scale = info.get("scale", info.get("strength", 1.0))
-            return TextureRef(image=g.image(src), sampler=sampler, texcoord=coord,
-                              scale=float(scale) if np.isfinite(scale) else 1.0)
+            return TextureRef(image=gltf_image(g, src), sampler=sampler, texcoord=coord,
+                              scale=float(scale) if np.isfinite(scale) else 1.0, transform=transform)
 
         pbr = m.get("pbrMetallicRoughness", {})
         mat.base_color_factor = _finite(pbr.get("baseColorFactor", (1, 1, 1, 1)), (1.0, 1.0, 1.0, 1.0), 4)
@@ -221,6 +229,10 @@ def gltf_materials(path: str | Path) -> list[Material]:
         mat.normal_texture = tex(m.get("normalTexture"), "normalTexture")
         mat.occlusion_texture = tex(m.get("occlusionTexture"), "occlusionTexture")
         mat.emissive_factor = _finite(m.get("emissiveFactor", (0, 0, 0)), (0.0, 0.0, 0.0), 3)
+        strength = (m.get("extensions") or {}).get("KHR_materials_emissive_strength")
+        if isinstance(strength, dict):
+            k = _finite([strength.get("emissiveStrength", 1.0)], (1.0,), 1)[0]
+            mat.emissive_factor = tuple(c * max(k, 0.0) for c in mat.emissive_factor)
         mat.emissive_texture = tex(m.get("emissiveTexture"), "emissiveTexture")
         mode = m.get("alphaMode", "OPAQUE")
         if mode not in ALPHA_MODES:
@@ -229,36 +241,9 @@ def gltf_materials(path: str | Path) -> list[Material]:
         mat.alpha_mode = mode
         mat.alpha_cutoff = _finite([m.get("alphaCutoff", 0.5)], (0.5,), 1)[0]
         mat.double_sided = bool(m.get("doubleSided", False))
+        mat.unlit = isinstance((m.get("extensions") or {}).get("KHR_materials_unlit"), dict)
         out.append(mat)
     return out
-
-
-def sanitized_gltf_json(path: str | Path) -> dict | None:
-    """The file's JSON with out-of-range texture/image references removed, or None when it has none.
-
-    Assimp refuses a whole glTF file for one bad texture index; the importer imports this copy instead and
-    the materials (read from the original) report the problem."""
-    g = GltfFile(Path(path))
-    doc = json.loads(json.dumps(g.json))
-    textures, images = doc.get("textures", []), doc.get("images", [])
-    changed = False
-
-    def bad(info) -> bool:
-        if not isinstance(info, dict):
-            return False
-        t = info.get("index")
-        if not isinstance(t, int) or not 0 <= t < len(textures):
-            return True
-        src = textures[t].get("source")
-        return not isinstance(src, int) or not 0 <= src < len(images)
-
-    for m in doc.get("materials", []):
-        for holder in (m, m.get("pbrMetallicRoughness", {})):
-            for key in [k for k in holder if k.endswith("Texture")]:
-                if bad(holder[key]):
-                    del holder[key]
-                    changed = True
-    return doc if changed else None
 
 
 # ---------------------------------------------------------------------------------------------- Assimp
@@ -287,32 +272,6 @@ def assimp_material(material, file: str, embedded: list[ImageSource], index: int
             mat.base_color_texture = TextureRef(image=_assimp_image(f, file, embedded))
             break
     return mat
-
-
-def _signature(name, rgba) -> tuple:
-    return (name or "", tuple(round(float(x), 4) for x in rgba))
-
-
-def match_gltf_materials(raw_materials: list, gltf: list[Material]) -> list[Material | None]:
-    """The glTF material behind each Assimp material. Assimp numbers glTF materials in the order primitives
-    first use them, not in file order, so they are matched by name and base colour factor (ties in file order);
-    None for Assimp's own default material."""
-    unused = list(range(len(gltf)))
-    out: list[Material | None] = []
-    for raw in raw_materials:
-        props = _assimp_props(raw)
-        base = props.get(("$clr.base", 0)) or props.get(("$clr.diffuse", 0)) or [1.0, 1.0, 1.0, 1.0]
-        sig = _signature(props.get(("?mat.name", 0)), (list(base) + [1.0])[:4])
-        pick = next((j for j in unused if _signature(gltf[j].name if not gltf[j].unnamed else "",
-                                                     gltf[j].base_color_factor) == sig), None)
-        if pick is None:
-            pick = next((j for j in unused if _signature("", gltf[j].base_color_factor)[1] == sig[1]), None)
-        if pick is None:
-            out.append(None)
-            continue
-        unused.remove(pick)
-        out.append(gltf[pick])
-    return out
 
 
 def _assimp_props(material) -> dict:

@@ -50,6 +50,7 @@ class MeshPrimitiveAsset:
     material: Material | None = None          # None: the renderer uses base_color as a plain dielectric
     colors: np.ndarray | None = None          # (V, 4) float32 linear RGBA (COLOR_0), never morphed
     texcoord1: np.ndarray | None = None       # (V, 2) float32 (TEXCOORD_1), never morphed
+    source: tuple[int, int] | None = None     # glTF: (mesh, primitive) index of the file
     unweighted_vertices: int = 0              # vertices of a skinned primitive with no influence: imported rigid
                                               # with the mesh node (through an added joint, see importer)
 
@@ -133,6 +134,9 @@ class SceneAsset:
     # node); None for other formats. The importer's node order differs from the file's (Assimp adds a root, and
     # walks the hierarchy depth first).
     file_nodes: list[int | None] | None = None
+    # glTF: every extension the file declares, as gltf_extensions.file_extensions gives them (name, required,
+    # status: supported | warned, what vkmorph does with it); None for other formats
+    extensions: list[dict] | None = None
 
     @property
     def primitives(self) -> list[MeshPrimitiveAsset]:

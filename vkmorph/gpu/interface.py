@@ -240,7 +240,9 @@ FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), 
                       ("outline_color", "<f4", 4)])
 ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4")])
 MATERIAL_UBO = np.dtype([("base_color", "<f4", 4), ("emissive", "<f4", 4), ("params", "<f4", 4),
-                         ("modes", "<i4", 4)])
+                         ("modes", "<i4", 4), ("uv_xform0", "<f4", 16), ("uv_xform1", "<f4", 16),
+                         ("uv_xform2", "<f4", 16)])
+UV_XFORM_FIELDS = ("uv_xform0", "uv_xform1", "uv_xform2")   # 12 vec4 columns: rows 2i, 2i + 1 are slot i's
 # binding 1 of every graphics pipeline: per-vertex data that is never morphed (COLOR_0, TEXCOORD_1)
 EXTRA_VERTEX = np.dtype([("color", "<f4", 4), ("texcoord1", "<f4", 2)])
 EXTRA_VERTEX_LOCATION = 6    # after the skinned vertex's six attributes
@@ -339,7 +341,11 @@ SCENE = ShaderInterface(
               Binding("material", 0, UNIFORM, _F, Struct("Material", MATERIAL_UBO, "MATERIAL_UBO", notes=(
                   ("base_color", "linear RGBA factor"), ("emissive", "rgb: emissive factor, a: normal scale"),
                   ("params", "metallic, roughness, occlusion strength, alpha cutoff"),
-                  ("modes", "alpha mode (ALPHA_*), bit i: texture slot i reads TEXCOORD_1, has normal map"))),
+                  ("modes", "alpha mode (ALPHA_*), bit i: texture slot i reads TEXCOORD_1, has normal map, "
+                            "unlit (KHR_materials_unlit)"),
+                  ("uv_xform0", "KHR_texture_transform: columns 2i, 2i + 1 of the three matrices are slot i's "
+                                "affine rows (a, b, c) and (d, e, f)"),
+                  ("uv_xform1", "slots 2, 3"), ("uv_xform2", "slot 4"))),
                       set=2, instance="material"),
               Binding("base_color_tex", 1, SAMPLER, _F, "sampler2D", set=2),           # sRGB
               Binding("metallic_roughness_tex", 2, SAMPLER, _F, "sampler2D", set=2),   # g roughness, b metallic

@@ -15,7 +15,7 @@ from ..gpu import graphics as G
 from ..gpu import memory as M
 from ..gpu.context import Context
 from ..gpu.image import Image, Sampler, TextureData, upload_textures
-from ..gpu.interface import MATERIAL_UBO, SCENE
+from ..gpu.interface import MATERIAL_UBO, SCENE, UV_XFORM_FIELDS
 from ..gpu.pipeline import descriptor_type, set_layout_bindings
 from ..gpu.vk import vk
 
@@ -42,7 +42,14 @@ def material_block(m: Material, has: dict[str, bool]) -> np.ndarray:
         ref = getattr(m, slot)
         if ref is not None and ref.texcoord == 1:
             uv1 |= 1 << i
-    u["modes"] = (ALPHA_CODES[m.alpha_mode], uv1, int(has["normal_texture"]), 0)
+    u["modes"] = (ALPHA_CODES[m.alpha_mode], uv1, int(has["normal_texture"]), int(m.unlit))
+    rows = np.zeros((12, 4), np.float32)
+    for i, (slot, _, _) in enumerate(SLOTS):
+        ref = getattr(m, slot)
+        a, b, c, d, e, f = ref.transform if ref is not None else TextureRef.transform
+        rows[2 * i, :3], rows[2 * i + 1, :3] = (a, b, c), (d, e, f)
+    for k, name in enumerate(UV_XFORM_FIELDS):   # a mat4 field is column-major: its four columns in order
+        u[name] = rows[4 * k:4 * k + 4].reshape(16)
     return u
 
 
