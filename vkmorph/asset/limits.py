@@ -29,12 +29,12 @@ class Limit:
 
 
 LIMITS = {lim.name: lim for lim in (
-    Limit("nodes", "VKMORPH_MAX_NODES", 100_000, "nodes in a glTF file"),
+    Limit("nodes", "VKMORPH_MAX_NODES", 20_000, "nodes in a glTF file"),
     Limit("node_depth", "VKMORPH_MAX_NODE_DEPTH", 1_000, "levels of the node hierarchy"),
     Limit("morph_targets", "VKMORPH_MAX_MORPH_TARGETS", 4_096, "morph targets of one primitive"),
     Limit("decoded_bytes", "VKMORPH_MAX_DECODED_BYTES", 512 << 20,
           "bytes of accessor data decoded, each accessor once per use (attributes, targets, samplers, skins)"),
-    Limit("channels", "VKMORPH_MAX_ANIMATION_CHANNELS", 100_000, "animation channels in a glTF file"),
+    Limit("channels", "VKMORPH_MAX_ANIMATION_CHANNELS", 20_000, "animation channels in a glTF file"),
     Limit("json_values", "VKMORPH_MAX_JSON_VALUES", 4_000_000,
           "JSON values (commas, colons and opening brackets) in a glTF file's JSON"),
     Limit("image_pixels", "VKMORPH_MAX_IMAGE_PIXELS", 8192 * 8192,
