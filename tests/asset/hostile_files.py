@@ -141,14 +141,32 @@ def shared_targets(n: int):
     return build
 
 
+def _zeros_accessor(doc: dict, folder: Path, vertices: int) -> int:
+    """A real VEC3 accessor of ``vertices`` zero positions in its own .bin file; returns its index."""
+    (folder / "zeros.bin").write_bytes(bytes(12 * vertices))
+    doc["buffers"].append({"byteLength": 12 * vertices, "uri": "zeros.bin"})
+    doc["bufferViews"].append({"buffer": len(doc["buffers"]) - 1, "byteLength": 12 * vertices})
+    doc["accessors"].append({"bufferView": len(doc["bufferViews"]) - 1, "componentType": 5126, "count": vertices,
+                             "type": "VEC3", "min": [0, 0, 0], "max": [0, 0, 0]})
+    return len(doc["accessors"]) - 1
+
+
 def target_vertices(folder: Path) -> Path:
-    """4,000 targets (under the target limit) x 1,000,000 vertices, all reading one 12 MB zero accessor."""
+    """4,000 targets (under the target limit) x 1,000,000 vertices, all reading one 12 MB accessor."""
     doc = _base()
-    doc["accessors"].append({"componentType": 5126, "count": 1_000_000, "type": "VEC3"})
+    a = _zeros_accessor(doc, folder, 1_000_000)
     prim = doc["meshes"][0]["primitives"][0]
-    prim["attributes"]["POSITION"] = 1
-    prim["targets"] = [{"POSITION": 1}] * 4000
+    prim["attributes"]["POSITION"] = a
+    prim["targets"] = [{"POSITION": a}] * 4000
     return _write(folder / "target_vertices.gltf", doc)
+
+
+def shared_positions(folder: Path) -> Path:
+    """200 primitives sharing one 1.2 MB POSITION accessor of 100,000 vertices (20,000,000 vertices claimed)."""
+    doc = _base()
+    a = _zeros_accessor(doc, folder, 100_000)
+    doc["meshes"][0]["primitives"] = [{"attributes": {"POSITION": a}}] * 200
+    return _write(folder / "shared_positions.gltf", doc)
 
 
 def zero_accessors(folder: Path) -> Path:
@@ -232,7 +250,8 @@ CASES = {
     "png_12000": Case(big_png(12_000), command="textures", expect=(0,), says="pixels"),
     "fifo_image": Case(fifo_image, command="textures", expect=(0,), says="not a regular file"),
     "targets_100000": Case(shared_targets(100_000), expect=(2,), says="morph targets"),
-    "target_vertices": Case(target_vertices, expect=(2,), says="target"),
+    "target_vertices": Case(target_vertices, expect=(2,), says="morph target vertices"),
+    "shared_positions": Case(shared_positions, expect=(2,), says="vertices"),
     "zero_accessors": Case(zero_accessors, expect=(2,), says="bytes"),
     "aliased_views": Case(aliased_views, expect=(2,), says="bytes"),
     "whitespace_glb_100mb": Case(whitespace_glb(100), expect=(0, 2), rss_mb=600),
