@@ -28,6 +28,8 @@ from urllib.parse import unquote
 import numpy as np
 
 from ..errors import AssetError
+from . import limits
+from .files import FileProblem, open_regular, read_exact, read_regular
 
 COMPONENT_DTYPES = {5120: np.dtype("i1"), 5121: np.dtype("u1"), 5122: np.dtype("<i2"), 5123: np.dtype("<u2"),
                     5125: np.dtype("<u4"), 5126: np.dtype("<f4")}
@@ -82,13 +84,8 @@ class GltfDocument:
         self.path = Path(path)
         self.file = str(path)
         self.allow_external_uris = external_uris_allowed(allow_external_uris)
-        raw = self._read_file()
         self.bin_chunk: memoryview | None = None
-        if raw[:4] == GLB_MAGIC:
-            text = self._glb_chunks(raw)
-        else:
-            text = raw
-        self.json = self._parse_json(text)
+        self.json = self._parse_json(self._read_file())   # the JSON text is freed once parsed
         self._decoded_views: dict[int, memoryview] = {}   # EXT_meshopt_compression views, decoded once
         self.buffers = [self._buffer(i, b) for i, b in enumerate(self.array("buffers"))]
         for i, img in enumerate(self.array("images")):
@@ -127,14 +124,23 @@ class GltfDocument:
 
     # ------------------------------------------------------------------ file, GLB, JSON, buffers
     def _read_file(self) -> bytes:
+        """The JSON text: the whole file, or for a GLB its JSON chunk (chunks are read one by one, each only
+        after its length was checked against the file size; only a regular file is opened, never blocking)."""
         try:
-            with open(self.path, "rb") as fh:
-                return fh.read()
+            fd, size = open_regular(self.path)
+        except FileProblem as exc:
+            raise self.error("", f"unreadable: {exc}") from None
+        try:
+            head = read_exact(fd, 0, min(size, 20))
+            return self._glb_chunks(fd, size, head) if head[:4] == GLB_MAGIC else read_exact(fd, 0, size)
+        except FileProblem as exc:
+            raise self.error("", f"unreadable: {exc}") from None
         except OSError as exc:
             raise self.error("", f"unreadable: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
 
-    def _glb_chunks(self, raw: bytes) -> bytes:
-        size = len(raw)
+    def _glb_chunks(self, fd: int, size: int, raw: bytes) -> bytes:
         if size < 20:
             raise self.error("GLB header", f"file has {size} bytes, a GLB needs at least 20")
         _, version, length = struct.unpack_from("<4sII", raw, 0)
@@ -147,16 +153,15 @@ class GltfDocument:
         while off < size:
             if off + 8 > size:
                 raise self.error(f"GLB chunk {k}", f"header at byte {off} runs past the end ({size} bytes)")
-            n, kind = struct.unpack_from("<II", raw, off)
+            n, kind = struct.unpack("<II", read_exact(fd, off, 8))
             if n > size - off - 8:
                 raise self.error(f"GLB chunk {k}", f"length {n} at byte {off} runs past the end ({size} bytes)")
-            body = memoryview(raw)[off + 8:off + 8 + n]
             if k == 0 and kind != CHUNK_JSON:
                 raise self.error("GLB chunk 0", f"type 0x{kind:08x} is not JSON")
             if kind == CHUNK_JSON and k == 0:
-                json_text = bytes(body)
+                json_text = read_exact(fd, off + 8, n)
             elif kind == CHUNK_BIN and k == 1:
-                self.bin_chunk = body.toreadonly()
+                self.bin_chunk = memoryview(read_exact(fd, off + 8, n)).toreadonly()
             off += 8 + n
             k += 1
         if json_text is None:
@@ -164,8 +169,13 @@ class GltfDocument:
         return json_text
 
     def _parse_json(self, text: bytes) -> dict:
+        problem = limits.exceeded("json_values", limits.json_values(text))
+        if problem:
+            raise self.error("JSON", problem)
         try:
             d = json.loads(text)
+        except MemoryError:
+            raise self.error("JSON", f"not enough memory to parse {len(text)} bytes") from None
         except UnicodeDecodeError as exc:
             raise self.error("JSON", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
         except json.JSONDecodeError as exc:
@@ -230,10 +240,9 @@ class GltfDocument:
                 source = "its data: URI"
             else:
                 try:
-                    with open(target, "rb") as fh:
-                        data = memoryview(fh.read(n))
-                except OSError as exc:
-                    raise self.error(f"{where}.uri", f"cannot read {b['uri']!r}: {exc.strerror or exc}") from None
+                    data = memoryview(read_regular(target, limit=n)[0])
+                except FileProblem as exc:
+                    raise self.error(f"{where}.uri", f"cannot read {b['uri']!r}: {exc}") from None
                 source = repr(b["uri"])
         if len(data) < n:
             raise self.error(where, f"byteLength {n} but {source} has {len(data)} bytes")

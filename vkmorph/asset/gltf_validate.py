@@ -14,7 +14,9 @@ import warnings
 import numpy as np
 
 from ..errors import AssetError, AssetWarning
+from . import limits
 from .gltf import GltfDocument, is_int
+from .gltf_claims import check_claims
 
 NAME_LIMIT = 1023            # Assimp's aiString holds MAXLEN 1024 bytes including the terminating NUL
 WEIGHT_SUM_TOLERANCE = 1e-2  # beyond 8-bit quantization of four weights; anything further is renormalized
@@ -63,18 +65,33 @@ class _Validator:
         return v
 
     def run(self) -> None:
+        try:
+            self._run()
+        except MemoryError:
+            raise self.err("", "not enough memory to check it (see the limits in the README's Untrusted files)") \
+                from None
+
+    def _run(self) -> None:
         d = self.doc
+        self.limit("nodes", len(d.array("nodes")), "nodes")
         self.names()
         for i in range(len(d.array("bufferViews"))):
             d.view_range(i, f"bufferViews[{i}]")
         self.scenes_and_nodes()
+        check_claims(d)
         self.skins()
         self.meshes()
         self.animations()
         self.materials()
-        for i in range(len(d.array("accessors"))):
-            if len(self.acc(i, f"accessors[{i}]")) == 0:
+        for i in range(len(d.array("accessors"))):   # unused ones are checked too, one at a time, not kept
+            a = self.cache[i] if i in self.cache else d.accessor(i, f"accessors[{i}]")
+            if len(a) == 0:
                 raise self.err(f"accessors[{i}].count", "0 (glTF needs at least 1)")
+
+    def limit(self, name: str, count: int, where: str, what: str | None = None) -> None:
+        problem = limits.exceeded(name, count, what)
+        if problem:
+            raise self.err(where, problem)
 
     # ------------------------------------------------------------------ names
     def names(self) -> None:
@@ -137,13 +154,31 @@ class _Validator:
                              f"{w}.weights")
                 if len(node["weights"]) != t:
                     raise self.err(f"{w}.weights", f"{len(node['weights'])} weights for {t} morph targets")
-        for n_i in range(len(nodes)):  # a cycle would send Assimp's recursive node walk round forever
-            seen, cur = {n_i}, n_i
-            while cur in parent:
-                cur = parent[cur]
-                if cur in seen:
-                    raise self.err(f"nodes[{n_i}]", "the node hierarchy has a cycle")
-                seen.add(cur)
+        self.hierarchy_depth(len(nodes), parent)
+
+    def hierarchy_depth(self, n: int, parent: dict[int, int]) -> None:
+        """Refuse a cycle (Assimp's recursive node walk would go round forever) and a hierarchy deeper than the
+        node_depth limit (Assimp's recursion grows with it), in one linear pass: each node's walk towards its
+        root stops at the first node whose depth is known."""
+        depth = [0] * n                  # 0: not known yet
+        on_path = bytearray(n)
+        limit = limits.value("node_depth")
+        for start in range(n):
+            if depth[start]:
+                continue
+            path, cur = [], start
+            while cur is not None and not depth[cur]:
+                if on_path[cur]:
+                    raise self.err(f"nodes[{cur}]", "the node hierarchy has a cycle")
+                on_path[cur] = 1
+                path.append(cur)
+                cur = parent.get(cur)
+            d = depth[cur] if cur is not None else 0
+            for node in reversed(path):
+                d += 1
+                depth[node] = d
+            if d > limit:
+                self.limit("node_depth", d, f"nodes[{start}]")
 
     def numbers(self, v, size: int, where: str) -> None:
         ok = isinstance(v, list) and len(v) == size and all(

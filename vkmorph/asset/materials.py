@@ -60,24 +60,11 @@ class ImageSource:
     data: bytes | None = None
     path: Path | None = None
 
-    def decode(self) -> np.ndarray:
-        """(H, W, 4) uint8 RGBA; raises MaterialDataError with the reason."""
-        from PIL import Image, UnidentifiedImageError
+    def decode(self, max_dimension: int | None = None) -> np.ndarray:
+        """(H, W, 4) uint8 RGBA within the image limits (``asset.images``); raises MaterialDataError."""
+        from .images import decode_image
 
-        try:
-            raw = self.data if self.data is not None else self.path.read_bytes()
-        except OSError as exc:
-            raise MaterialDataError(f"cannot read {self.path}: {exc.strerror}") from None
-        try:
-            with Image.open(io.BytesIO(raw)) as im:
-                rgba = np.asarray(im.convert("RGBA"), np.uint8)
-        except UnidentifiedImageError:
-            raise MaterialDataError(f"cannot decode {len(raw)} bytes: not an image format Pillow reads") from None
-        except (OSError, ValueError, SyntaxError) as exc:  # truncated or damaged data
-            raise MaterialDataError(f"cannot decode ({str(exc).splitlines()[0][:80]})") from None
-        if rgba.ndim != 3 or rgba.shape[0] < 1 or rgba.shape[1] < 1:
-            raise MaterialDataError("empty image")
-        return rgba
+        return decode_image(self.data, self.path, max_dimension)
 
 
 @dataclass

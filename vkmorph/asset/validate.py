@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AssetError
+from . import limits
 from .model import MeshPrimitiveAsset, SceneAsset
 
-MAX_TARGETS = 4096          # "unreasonable target count": beyond any production face rig
+MAX_TARGETS = limits.LIMITS["morph_targets"].default   # "unreasonable target count" (VKMORPH_MAX_MORPH_TARGETS)
 MAX_COORD = 1e15            # bounds must be finite and representable after summing deltas
 WEIGHT_SUM_TOLERANCE = 1e-3
 
@@ -46,8 +47,8 @@ def validate_primitive(prim: MeshPrimitiveAsset, *, file: str | None = None, mes
         raise AssetError(f"index out of range (vertex count {V})",
                          index=_first_bad((idx < 0) | (idx >= V)), **where)
     T = len(prim.morph_targets)
-    if T > MAX_TARGETS:
-        raise AssetError(f"unreasonable target count {T} (limit {MAX_TARGETS})", **where)
+    if limits.exceeded("morph_targets", T):
+        raise AssetError(f"unreasonable target count: {limits.exceeded('morph_targets', T)}", **where)
     for t_i, t in enumerate(prim.morph_targets):
         tw = dict(where, target=t.name if t.name else t_i)
         if not isinstance(t.name, str) or not t.name.strip():
