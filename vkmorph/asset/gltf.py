@@ -83,6 +83,9 @@ class GltfDocument:
         self.bin_chunk: memoryview | None = None
         if raw[:4] == GLB_MAGIC:
             text = self._glb_chunks(raw)
+        elif self.path.suffix.lower() == ".glb" and raw.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] != b"{":
+            # named .glb but neither binary glTF nor JSON: say that, not a JSON parse error at line 1
+            raise self.error("GLB header", f"not a GLB file: no 'glTF' magic, it starts with {raw[:12]!r}")
         else:
             text = raw
         self.json = self._parse_json(text)
