@@ -13,8 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-HEAT_LOW = (0.05, 0.1, 0.8)    # forward.frag's heat-map colours for weight 0 and 1
-HEAT_HIGH = (0.95, 0.15, 0.05)
+# The legend's ends as the heat-mapped mesh shows them (sRGB, as ImGui takes colours): forward.frag's base colours
+# for weight 0 and 1 (linear 0.05, 0.1, 0.8 and 0.95, 0.15, 0.05) lit by the sun and tone-mapped, the medians of
+# the lit pixels of the default scene's heat map (vkmorph render, llvmpipe). Their linear values shown as sRGB
+# were a darker pure blue and red that matched nothing on screen.
+HEAT_LOW = (32 / 255, 63 / 255, 195 / 255)
+HEAT_HIGH = (208 / 255, 81 / 255, 33 / 255)
 
 
 @dataclass
