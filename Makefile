@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup demo test lint shaders bench docs soak
+.PHONY: setup demo test test-fast lint shaders bench docs soak
 
 setup:
 	@bash tools/setup.sh
@@ -11,10 +11,23 @@ setup:
 demo: setup
 	$(PY) -m vkmorph demo $(if $(FILE),"$(FILE)") $(ARGS)
 
+# The whole suite, one process (what CI runs). It prints how long it took: on a quiet 2-core machine with
+# lavapipe expect roughly 25-35 minutes; on a busy one (other jobs on the same cores) up to an hour. Nothing in
+# it depends on the machine's speed: waits are for events, with limits only as safety nets.
 test: setup
-	$(PY) tools/compile_shaders.py --check
-	.venv/bin/ruff check .
-	VKMORPH_VALIDATION=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+	@start=$$(date +%s); \
+	$(PY) tools/compile_shaders.py --check && .venv/bin/ruff check . && \
+	VKMORPH_VALIDATION=1 $(PY) -m pytest -q $(PYTEST_ARGS); status=$$?; \
+	echo "make test: $$(( ($$(date +%s) - start) / 60 )) min $$(( ($$(date +%s) - start) % 60 )) s, exit $$status"; \
+	exit $$status
+
+# For development: the same tests spread over every core (pytest-xdist; each test file stays in one worker, so
+# a file's fixtures and subprocesses are not shared across workers). Not a substitute for `make test`.
+test-fast: setup
+	@start=$$(date +%s); \
+	VKMORPH_VALIDATION=1 $(PY) -m pytest -q -n auto --dist loadfile $(PYTEST_ARGS); status=$$?; \
+	echo "make test-fast: $$(( ($$(date +%s) - start) / 60 )) min $$(( ($$(date +%s) - start) % 60 )) s, exit $$status"; \
+	exit $$status
 
 lint: setup
 	.venv/bin/ruff check .

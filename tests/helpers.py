@@ -82,7 +82,7 @@ def vkmorph(*args, validation="1"):
     """Run the ``vkmorph`` CLI in a child process (in the repo, validation on by default)."""
     env = {**os.environ, "VKMORPH_VALIDATION": validation}
     return subprocess.run([sys.executable, "-m", "vkmorph.app.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=300)
+                          text=True, cwd=ROOT, env=env, timeout=900)   # a safety net, not a speed claim
 
 
 def assert_one_line_error(r, needle: str, out=None) -> None:

@@ -15,7 +15,7 @@ from vkmorph.app.bench import BYTE_MODEL, goals, markdown
 
 def bench(*args):
     return subprocess.run([sys.executable, "-m", "vkmorph.app.cli", "bench", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=60)
+                          text=True, cwd=ROOT, timeout=900)
 
 
 @pytest.mark.parametrize("flag,path,words", [("--json", "missing-folder/x.json", "does not exist"),

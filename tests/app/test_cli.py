@@ -101,7 +101,7 @@ def test_demo_without_display_renders_pngs(tmp_path):
     env_display = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     r = subprocess.run([sys.executable, "-m", "vkmorph.app.cli", "demo", "--frames", "2", "--out-dir", tmp_path / "f",
                         "--screenshot", tmp_path / "shot.png"], capture_output=True, text=True, cwd=ROOT,
-                       env={**env_display, "VKMORPH_VALIDATION": "1"}, timeout=300)
+                       env={**env_display, "VKMORPH_VALIDATION": "1"}, timeout=900)
     assert r.returncode == 0, r.stderr
     assert "no display" in r.stderr
     assert (tmp_path / "f" / "frame_000.png").exists() and (tmp_path / "f" / "frame_001.png").exists()

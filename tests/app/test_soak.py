@@ -22,9 +22,10 @@ def _env() -> dict:
 
 
 def test_short_soak_stays_within_bounds():
-    r = subprocess.run([sys.executable, "-m", "vkmorph.app.soak", "--frames", "400", "--cycles", "40",
-                        "--max-kib-per-1000-frames", "4096", "--max-kib-per-cycle", "64"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=300,
+    """The limit is a safety net for a hung child, not a speed claim (a loaded 2-core host: ~40 s)."""
+    r = subprocess.run([sys.executable, "-X", "faulthandler", "-m", "vkmorph.app.soak", "--frames", "400",
+                        "--cycles", "40", "--max-kib-per-1000-frames", "4096", "--max-kib-per-cycle", "64"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=1800,
                        env=_env())
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}{r.stderr}"
     assert "live objects after: none" in r.stdout

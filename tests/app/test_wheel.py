@@ -21,7 +21,7 @@ from tests.helpers import ROOT, asset
 
 
 def _run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
     assert r.returncode == 0, f"{cmd}\n{r.stdout}\n{r.stderr}"
     return r
 

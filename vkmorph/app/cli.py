@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  epilog="Environment: VKMORPH_VALIDATION=1|0 (validation layer, exit 3 on any "
                                         "message), VKMORPH_DEVICE=<name substring>, VKMORPH_ALLOW_EXTERNAL_URIS=1.")
     ap.add_argument("--version", action="version", version=f"vkmorph {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
+    sub = ap.add_subparsers(dest="command")   # none: main() prints the help
     model = _Parser(add_help=False)   # what every command that reads a model file takes
     model.add_argument("--allow-external-uris", action="store_true",
                        help="let the file's buffer/image URIs leave its folder (absolute paths, ..); refused by "
@@ -142,7 +142,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip", help="animation clip name or index (default: the first clip)")
     p.add_argument("--time", type=float, default=0.0,
                    help="seconds into --clip, or into the first clip without --clip (clamped; default 0)")
+    p.add_argument("--weight", action="append", metavar="NAME=W",
+                   help="set morph target NAME to W on every node that has it (repeatable; overrides the clip)")
+    p.add_argument("--weights", metavar="W,..", help="comma-separated weights applied to every morph primitive")
+    p.add_argument("--camera", metavar="YAW,PITCH[,DIST]",
+                   help="orbit angles in degrees (default 20,17) and distance in model units (default: framed)")
+    p.add_argument("--fov", type=float, metavar="DEG", help="vertical field of view in degrees (default 45)")
     p.add_argument("--size", default="640x480", help="WxH (default 640x480)")
+    p.add_argument("--msaa", type=int, metavar="N", help="samples per pixel: 1, 2, 4 or 8 (default 4 where supported)")
+    p.add_argument("--frames", type=int, default=0, metavar="N",
+                   help="a headless frame loop: N frames from --time on, written as OUT_0000.png ...")
+    p.add_argument("--fps", type=float, default=30.0, help="with --frames: frames per second of clip time (30)")
     p.add_argument("--out", required=True, help="output .png")
     p.set_defaults(fn=cmd_render)
 
@@ -156,13 +166,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", default="demo-frames", help="headless: folder for frame PNGs (default demo-frames)")
     p.add_argument("--log-frames", action="store_true", help="print each frame's morph dispatch counters")
     p.add_argument("--no-panel", action="store_true", help="no on-screen panel (keys still work)")
+    p.add_argument("--clip", help="start on this animation clip (name or index; C cycles)")
+    p.add_argument("--size", metavar="WxH", help="window size (default 960x640; 800x500 on a CPU device)")
+    p.add_argument("--msaa", type=int, metavar="N",
+                   help="samples per pixel: 1, 2, 4 or 8 (default 4 on a GPU, 1 on a CPU device)")
+    p.add_argument("--shadow-size", type=int, metavar="PX",
+                   help="shadow map size (default 2048 on a GPU, 512 on a CPU device)")
     p.set_defaults(fn=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy",
                        description="Same-window roofline of the morph pass (floor bytes = V x (48 + 36) + active "
                                    "deltas x 40 at the copy bandwidth). A full run takes about 3 minutes on an H200 "
-                                   "and 3-6 minutes on lavapipe (2 cores); --quick under a minute.")
-    p.add_argument("--quick", action="store_true", help="small sizes only (a minute on lavapipe)")
+                                   "and 3-6 minutes on lavapipe (2 cores); --quick takes a few minutes on a busy "
+                                   "2-core machine. Figures measured on a loaded machine are not the device's.")
+    p.add_argument("--quick", action="store_true", help="small sizes only (minutes on lavapipe, less on a GPU)")
     p.add_argument("--only", choices=["slots"], help="run one section: slots = morph + draw per frame with 1 vs 3 "
                                                      "output slots (issue 13; ~30 s on an H200)")
     p.add_argument("--json", help="write results as JSON")
@@ -206,7 +223,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=SyntaxWarning)
     held = _Warnings()
     warnings.showwarning = held.show
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:   # bare `vkmorph`: what it can do, not an error
+        parser.print_help()
+        return 0
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
         status = int(args.fn(args) or 0)

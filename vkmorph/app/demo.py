@@ -25,7 +25,7 @@ HELP = """vkmorph demo keys
   F                    frame the camera on the model as posed now (also done when the clip changes)
   BACKSPACE            drop all weight overrides
   SPACE                pause / resume the animation;  RIGHT  step one frame while paused
-  C                    cycle the animation (sine drivers, then the file's clips) and frame it
+  C                    cycle the animation (the built-in sine animation, then the file's clips) and frame it
   J / N                toggle the bone-weight heat map / select the next joint
   L                    swing the light around
   P                    print the current weights;  H  this help;  ESC  quit
@@ -37,10 +37,59 @@ def headless_requested(args) -> bool:
     return bool(args.headless or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")))
 
 
-def run_demo(args) -> int:
+WINDOW_SIZE = {"gpu": (960, 640), "cpu": (800, 500)}
+MSAA = {"gpu": 4, "cpu": 1}            # a CPU device (lavapipe) shades every sample: 4x costs ~2x the frame
+SHADOW_SIZE = {"gpu": 1024, "cpu": 512}
+LEGEND_LINE = "red: blend shapes only, blue: skinning only, purple: blend shapes + skinning"
+
+
+def quality(args, device_type: str) -> dict:
+    """Window size, MSAA samples and shadow-map size: what the flags say, else what suits the device (a CPU
+    device such as lavapipe gets fewer pixels and samples, so the demo stays interactive there)."""
+    kind = "cpu" if device_type == "cpu" else "gpu"
+    size = parse_window_size(args.size) if getattr(args, "size", None) else WINDOW_SIZE[kind]
+    return {"size": size, "samples": getattr(args, "msaa", None) or MSAA[kind],
+            "shadow_size": getattr(args, "shadow_size", None) or SHADOW_SIZE[kind], "kind": kind}
+
+
+def parse_window_size(text: str) -> tuple[int, int]:
+    from ..render.offscreen import parse_size
+
+    w, h = parse_size(text)
+    if w < 64 or h < 64:
+        raise UsageError(f"--size {w}x{h}: the window must be at least 64x64")
+    return w, h
+
+
+def check_demo_args(scene, args) -> None:
+    """Everything the flags say, checked against the file before a window or a device exists."""
+    from .pose_args import check_msaa
+
     if args.frames < 0:
         raise UsageError("--frames must be >= 0")
+    check_msaa(getattr(args, "msaa", None))
+    if getattr(args, "size", None):
+        parse_window_size(args.size)
+    shadow = getattr(args, "shadow_size", None)
+    if shadow is not None and not 64 <= shadow <= 8192:
+        raise UsageError(f"--shadow-size must be within 64..8192, got {shadow}")
+    if getattr(args, "clip", None) is not None:
+        scene.clip(args.clip)          # an unknown clip lists the file's
+
+
+def start_clip(driver, scene, args) -> None:
+    """``--clip``: start the driver on that clip (by name or index)."""
+    if getattr(args, "clip", None) is not None:
+        driver.mode = driver.modes.index(scene.clip(args.clip).name)
+        driver.time = 0.0
+        driver.apply()
+
+
+def run_demo(args) -> int:
     scene = load_scene(args.file, allow_external_uris=external_uris(args))
+    check_demo_args(scene, args)
+    if args.file is None:
+        print(f"vkmorph demo: {LEGEND_LINE}", flush=True)
     if headless_requested(args):
         if not args.headless:
             print("vkmorph demo: no display (DISPLAY / WAYLAND_DISPLAY unset); rendering headless to PNG instead",
@@ -59,10 +108,13 @@ def run_headless(scene, args) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     ctx = Context.create(echo_messages=True)
     try:
-        off = OffscreenRenderer(ctx, scene, 640, 480)
+        q = quality(args, ctx.info.device_type)
+        w, h = parse_window_size(args.size) if getattr(args, "size", None) else (640, 480)
+        off = OffscreenRenderer(ctx, scene, w, h, samples=q["samples"], shadow_size=q["shadow_size"])
         r = off.renderer
         print_warnings(r)
         driver = SceneDriver(scene, r.runtime.pose, r.skeleton, sine=args.file is None)
+        start_clip(driver, scene, args)
         r.frame_camera()   # camera and ground fitted to the pose the driver shows at t = 0
         last = None
         for f in range(frames):
@@ -94,7 +146,9 @@ class DemoWindow:
         self.dragging = None
         self.selected = -1  # the first TAB selects the first target; UP/DOWN before it act on the first
         self.heat = False
-        self.heat_joint = 0
+        from .panel import most_influential_joint
+
+        self.heat_joint = most_influential_joint(scene)   # the root joint often moves nothing
         self.light_angle = 0.0
         self.frame_index = 0
         self.shot_taken = False
@@ -106,15 +160,21 @@ class DemoWindow:
     def run(self) -> int:
         import glfw
 
+        glfw.ERROR_REPORTING = "ignore"   # GLFW's own message comes back in one line below, not as a warning
         if not glfw.init():
-            raise GpuError("GLFW could not initialise the display (is DISPLAY valid?)")
+            _, why = glfw.get_error()
+            why = why.decode(errors="replace") if isinstance(why, bytes) else str(why or "unknown error")
+            where = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "?"
+            raise UsageError(f"cannot open the display {where!r} ({why}); use --headless to render PNG frames "
+                             "without a window")
         from .display_guard import DisplayGuard
 
         self.guard = DisplayGuard(glfw)
         try:
             glfw.window_hint(glfw.CLIENT_API, glfw.NO_API)
             glfw.window_hint(glfw.RESIZABLE, glfw.TRUE)
-            self.window = glfw.create_window(960, 640, "vkmorph", None, None)
+            w, h = parse_window_size(self.args.size) if getattr(self.args, "size", None) else WINDOW_SIZE["gpu"]
+            self.window = glfw.create_window(w, h, "vkmorph", None, None)
             if not self.window:
                 raise GpuError("GLFW could not create a window")
             try:
@@ -140,17 +200,25 @@ class DemoWindow:
         self.ctx = ctx
         self.presenter = self.renderer = None
         try:
+            q = self.quality = quality(self.args, ctx.info.device_type)
+            if not getattr(self.args, "size", None) and q["size"] != WINDOW_SIZE["gpu"]:
+                glfw.set_window_size(self.window, *q["size"])   # the device is known only now
             self.presenter = WindowPresenter(ctx, self.window, vsync=not self.args.no_vsync,
                                              frames_in_flight=FRAMES_IN_FLIGHT)
             # the forward pass renders straight into the swapchain images, in their format
             self.renderer = SceneRenderer(ctx, self.scene, self.presenter.format, vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-                                          frames_in_flight=FRAMES_IN_FLIGHT)
+                                          frames_in_flight=FRAMES_IN_FLIGHT, samples=q["samples"],
+                                          shadow_size=q["shadow_size"])
+            self.stats["quality"] = f"MSAA {self.renderer.samples}x, shadow {q['shadow_size']}"
+            print(f"vkmorph demo: {ctx.info.name}: MSAA {self.renderer.samples}x, shadow map {q['shadow_size']} "
+                  f"(--msaa, --shadow-size, --size change them)", flush=True)
             from .driver import SceneDriver
 
             self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
                                       sine=self.default_scene)
+            start_clip(self.driver, self.scene, self.args)
             print_warnings(self.renderer)
-            self.renderer.frame_camera()   # camera and ground fitted to the pose shown at t = 0
+            self._frame_camera_beside_panel()   # camera and ground fitted to the pose shown at t = 0
             self._framed_mode = self.driver.mode
             self.panel = self._make_panel()
             # multisampled colour + depth-stencil per swapchain size, resolved into the swapchain image
@@ -245,8 +313,16 @@ class DemoWindow:
             for node in pose.morph_nodes:
                 print(f"{self.scene.nodes[node].name}: {np.round(pose.weights(node), 3).tolist()}", flush=True)
 
-    def _frame_camera(self, why: str) -> None:
+    def _frame_camera_beside_panel(self) -> None:
+        """``frame_camera``, with a camera that keeps the model centred in the part of the window the panel
+        leaves free (``covers`` is updated every frame from the panel's width)."""
+        from .view import BesidePanelCamera
+
         self.renderer.frame_camera()
+        self.renderer.camera = BesidePanelCamera.of(self.renderer.camera)
+
+    def _frame_camera(self, why: str) -> None:
+        self._frame_camera_beside_panel()
         self._framed_mode = self.driver.mode
         lo, hi = self.renderer.bounds
         print(f"camera framed ({why}): bounds {np.round(lo, 3).tolist()} .. {np.round(hi, 3).tolist()}", flush=True)
@@ -299,7 +375,7 @@ class DemoWindow:
         from .panel import DemoPanel
 
         return DemoPanel(self.scene, self.driver, self.renderer.runtime.pose, self.ctx, self.presenter.format,
-                         FRAMES_IN_FLIGHT)
+                         FRAMES_IN_FLIGHT, legend=self.default_scene)
 
     def _loop(self, glfw) -> None:
         glfw.set_key_callback(self.window, self._on_key)
@@ -333,6 +409,8 @@ class DemoWindow:
                                                    self.stats, heat)
                 self._panel_t = now
                 self.heat, self.heat_joint = heat["on"], heat["joint"]
+                ww = glfw.get_window_size(self.window)[0] if self.guard.lost is None else 0
+                self.renderer.camera.covered = (self.panel.covers / ww if self.panel.visible and ww > 0 else 0.0)
             self._frame_on_clip_change()
             self.renderer.heat_joint = self.heat_joint if self.heat else -1
             shot = bool(self.args.screenshot) and frames and self.frame_index == frames - 1

@@ -18,8 +18,11 @@ def _quat_z(deg: float) -> np.ndarray:
     return np.array([0.0, 0.0, math.sin(a), math.cos(a)])
 
 
+SINE_PERIOD = 30.0   # seconds: the least common multiple of the sine drivers' periods (2, 3 and 2.5 s)
+
+
 class SceneDriver:
-    SINE = "sine drivers (seed 003)"
+    SINE = "built-in sine animation"
 
     def __init__(self, scene: SceneAsset, pose: SceneMorphPose, skeleton: Skeleton, sine: bool):
         self.scene, self.pose, self.skeleton = scene, pose, skeleton
@@ -51,13 +54,32 @@ class SceneDriver:
             self.apply()
         return self.mode_name
 
+    @property
+    def loop_length(self) -> float:
+        """Seconds after which the current mode repeats: the clip's duration, or the sine drivers' common period
+        (0 for a static scene or a clip of no length). ``time`` is kept within it, so what a timeline shows is
+        the time the pose is sampled at."""
+        name = self.mode_name
+        if name == self.SINE:
+            return SINE_PERIOD
+        if name == "static":
+            return 0.0
+        return float(self.scene.clip(name).duration)
+
+    def _wrap(self) -> None:
+        length = self.loop_length
+        if length > 0:
+            self.time %= length
+
     def advance(self, dt: float) -> None:
         if not self.paused:
             self.time += dt
+            self._wrap()
             self.apply()
 
     def step(self, dt: float = 1.0 / 30.0) -> None:
         self.time += dt
+        self._wrap()
         self.apply()
 
     def set_override(self, node: int, target: int, value: float) -> float:

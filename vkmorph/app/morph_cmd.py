@@ -79,6 +79,9 @@ def run_morph(args) -> int:
         if args.skinned and not any(p.is_skinned for p in scene.primitives):
             raise UsageError("--skinned: the file has no skinned primitive")
         weights = named or listed
+        if weights is not None and not any(p.morph_targets for p in scene.primitives):
+            flag = "--weight" if named else "--weights"
+            raise UsageError(f"{flag}: {scene.source} has no morph targets (vkmorph info shows what it has)")
         if listed is not None:  # the historical message: count against each primitive's targets
             for p in scene.primitives:
                 if p.morph_targets and len(p.morph_targets) != len(listed):

@@ -13,8 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-HEAT_LOW = (0.05, 0.1, 0.8)    # forward.frag's heat-map colours for weight 0 and 1
-HEAT_HIGH = (0.95, 0.15, 0.05)
+# The legend's ends as the heat-mapped mesh shows them (sRGB, as ImGui takes colours): forward.frag's base colours
+# for weight 0 and 1 (linear 0.05, 0.1, 0.8 and 0.95, 0.15, 0.05) lit by the sun and tone-mapped, the medians of
+# the lit pixels of the default scene's heat map (vkmorph render, llvmpipe). Their linear values shown as sRGB
+# were a darker pure blue and red that matched nothing on screen.
+HEAT_LOW = (32 / 255, 63 / 255, 195 / 255)
+HEAT_HIGH = (208 / 255, 81 / 255, 33 / 255)
 
 
 @dataclass
@@ -51,8 +55,28 @@ def display_metrics(window_size, framebuffer_size) -> tuple[tuple[float, float],
     return (ww, wh), (min(max(fw / ww, 0.125), 8.0), min(max(fh / wh, 0.125), 8.0))
 
 
+LEGEND = (("red", (0.9, 0.25, 0.2), "blend shapes only"), ("blue", (0.3, 0.45, 0.95), "skinning only"),
+          ("purple", (0.7, 0.35, 0.9), "blend shapes + skinning"))   # the default scene's three meshes
+PANEL_WIDTH = 330     # window units at first use; the user can resize it (the camera follows its right edge)
+
+
+def most_influential_joint(scene, skin: int = 0) -> int:
+    """The joint (index into ``scene.skins[skin].joints``) with the largest summed vertex weight over the
+    primitives skinned by ``skin``: where a heat map shows something (the root joint often moves nothing)."""
+    if not scene.skins:
+        return 0
+    total = np.zeros(len(scene.skins[skin].joints))
+    for p in scene.primitives:
+        if p.is_skinned and p.skin == skin:
+            j, w = p.vertices["joints"].reshape(-1), p.vertices["weights"].reshape(-1)
+            ok = j < len(total)
+            np.add.at(total, j[ok], w[ok])
+    return int(np.argmax(total)) if total.any() else 0
+
+
 class DemoPanel:
-    def __init__(self, scene, driver, pose, ctx, color_format: int, frames_in_flight: int):
+    def __init__(self, scene, driver, pose, ctx, color_format: int, frames_in_flight: int, *,
+                 legend: bool = False):
         from imgui_bundle import imgui
 
         from .ui_renderer import ImGuiRenderer
@@ -65,7 +89,9 @@ class DemoPanel:
         self.targets = panel_targets(scene, pose.morph_nodes)
         self.joint_names = ([scene.nodes[j].name for j in scene.skins[0].joints] if scene.skins else [])
         self.visible = True
+        self.legend = legend           # the default scene: say what red / blue / purple show
         self.frame_requested = False   # the "frame camera" button; the demo frames and clears it
+        self.covers = 0.0              # window units from the left edge the panel covers now (0: collapsed/hidden)
 
     # ------------------------------------------------------------------ input from GLFW
     @property
@@ -92,26 +118,46 @@ class DemoPanel:
         io.display_framebuffer_scale = imgui.ImVec2(sx, sy)
         io.delta_time = max(dt, 1e-4)
         imgui.new_frame()
+        self.covers = 0.0
         if self.visible:
             imgui.set_next_window_pos(imgui.ImVec2(8, 8), imgui.Cond_.first_use_ever.value)
-            imgui.set_next_window_size(imgui.ImVec2(300, 0), imgui.Cond_.first_use_ever.value)
-            expanded, _ = imgui.begin("vkmorph")
+            imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH, 0), imgui.Cond_.first_use_ever.value)
+            # never taller than the window (it scrolls instead), never so narrow that the labels go
+            imgui.set_next_window_size_constraints(imgui.ImVec2(220, 60),
+                                                   imgui.ImVec2(max(dw * 0.7, 220), max(dh - 16, 60)))
+            expanded, _ = imgui.begin("vkmorph (U hides)")
             if expanded:
+                imgui.push_item_width(-110)   # sliders leave room for their labels
+                self._legend()
                 self._stats(stats)
                 self._clips()
                 self._weights()
                 self._heat(heat)
                 self._view(stats)
+                imgui.pop_item_width()
+                pos, size = imgui.get_window_pos(), imgui.get_window_size()
+                if pos.y < dh and pos.x < dw / 2:   # docked on the left half: the view keeps clear of it
+                    self.covers = float(pos.x + size.x)
             imgui.end()
         imgui.render()
         self.renderer.update_textures()  # before the frame's command buffer is begun (may wait for the GPU)
         return imgui.get_draw_data()
 
+    def _legend(self) -> None:
+        if not self.legend:
+            return
+        imgui = self.imgui
+        for word, rgb, what in LEGEND:
+            imgui.text_colored(imgui.ImVec4(*rgb, 1.0), f"{word:7s}")
+            imgui.same_line()
+            imgui.text(what)
+
     def _stats(self, s: dict) -> None:
         imgui = self.imgui
-        imgui.text(f"{s.get('fps', 0):.0f} FPS   GPU morph {s.get('morph_ms', 0):.3f} ms   frame "
-                   f"{s.get('frame_ms', 0):.2f} ms")
-        imgui.text(f"morph dispatched {s.get('dispatched', 0)}  skipped {s.get('skipped', 0)}")
+        imgui.separator_text("performance")
+        imgui.text(f"{s.get('fps', 0):.1f} FPS   {s.get('quality', '')}")
+        imgui.text(f"GPU: morph {s.get('morph_ms', 0):.3f} ms, frame {s.get('frame_ms', 0):.2f} ms")
+        imgui.text(f"morph dispatched {s.get('dispatched', 0)}, skipped {s.get('skipped', 0)}")
 
     def _clips(self) -> None:
         imgui, d = self.imgui, self.driver
@@ -123,11 +169,10 @@ class DemoPanel:
                 d.time = 0.0
                 d.apply()
         _, d.paused = imgui.checkbox("pause", d.paused)
-        clip = None
-        if d.modes and d.mode_name != d.SINE:
-            clip = self.scene.clip(d.mode_name)
-        length = clip.duration if clip is not None and clip.duration > 0 else 10.0
-        t = float(d.time % length) if clip is not None else float(d.time)
+        length = d.loop_length
+        if length <= 0:
+            return
+        t = float(d.time % length)     # the driver keeps it wrapped; the slider shows where the pose is
         changed, t = imgui.slider_float("time", t, 0.0, length, "%.2f s")
         if changed:
             d.time = t
@@ -145,7 +190,7 @@ class DemoPanel:
             if changed:
                 for node, k in tgt.slots:
                     d.set_override(node, k, v)
-        if d.overrides and imgui.button("release sliders (animation drives weights)"):
+        if d.overrides and imgui.button("release sliders"):
             d.overrides.clear()
             d.apply()
 
@@ -170,7 +215,9 @@ class DemoPanel:
         imgui.get_window_draw_list().add_rect_filled_multi_color(p, imgui.ImVec2(p.x + 200, p.y + 12), lo, hi, hi,
                                                                  lo)
         imgui.dummy(imgui.ImVec2(200, 14))
-        imgui.text("weight 0                          1")
+        imgui.text("weight 0")
+        imgui.same_line(200 - imgui.calc_text_size("1").x)
+        imgui.text("1")
 
     def record(self, cb, slot: int, framebuffer, width: int, height: int, draw_data) -> int:
         return self.renderer.record(cb, slot, framebuffer, width, height, draw_data)

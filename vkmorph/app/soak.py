@@ -10,6 +10,7 @@ at the end; growth above the bounds (frames: over the second half, after the all
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import gc
 import os
 import sys
@@ -88,15 +89,20 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from ..asset.importer import load_scene
 
+    # Each phase's line is flushed as it ends, so a run that dies (a signal: faulthandler, on here, prints the
+    # Python stack on stderr) shows how far it got; a block-buffered pipe used to lose everything.
+    faulthandler.enable()
+    print("soak: importing", flush=True)
     scene = load_scene(args.file)
+    print("soak: frames", flush=True)
     fr = soak_frames(scene, args.frames)
-    cy = soak_cycles(scene, args.cycles)
     print(f"frames: {fr['frames']}, RSS {fr['rss_start_kib']:.0f} -> {fr['rss_mid_kib']:.0f} -> "
           f"{fr['rss_end_kib']:.0f} KiB, second half {fr['kib_per_1000_frames']:.1f} KiB per 1000 frames "
-          f"(bound {args.max_kib_per_1000_frames}; whole run {fr['kib_per_1000_frames_total']:.1f})")
+          f"(bound {args.max_kib_per_1000_frames}; whole run {fr['kib_per_1000_frames_total']:.1f})", flush=True)
+    cy = soak_cycles(scene, args.cycles)
     print(f"runtime cycles: {cy['cycles']}, RSS {cy['rss_start_kib']:.0f} -> {cy['rss_end_kib']:.0f} KiB, "
           f"{cy['kib_per_cycle']:.2f} KiB per cycle (bound {args.max_kib_per_cycle}), "
-          f"live objects after: {cy['live_children'] or 'none'}")
+          f"live objects after: {cy['live_children'] or 'none'}", flush=True)
     ok = (fr["kib_per_1000_frames"] <= args.max_kib_per_1000_frames and cy["kib_per_cycle"] <= args.max_kib_per_cycle
           and not cy["live_children"])
     return 0 if ok else 1

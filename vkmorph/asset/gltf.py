@@ -132,7 +132,13 @@ class GltfDocument:
             raise self.error("", f"unreadable: {exc}") from None
         try:
             head = read_exact(fd, 0, min(size, 20))
-            return self._glb_chunks(fd, size, head) if head[:4] == GLB_MAGIC else read_exact(fd, 0, size)
+            if head[:4] == GLB_MAGIC:
+                return self._glb_chunks(fd, size, head)
+            text = read_exact(fd, 0, size)
+            if self.path.suffix.lower() == ".glb" and text.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] != b"{":
+                # named .glb but neither binary glTF nor JSON: say that, not a JSON parse error at line 1
+                raise self.error("GLB header", f"not a GLB file: no 'glTF' magic, it starts with {text[:12]!r}")
+            return text
         except FileProblem as exc:
             raise self.error("", f"unreadable: {exc}") from None
         except OSError as exc:

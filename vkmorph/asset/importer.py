@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -67,7 +68,20 @@ def _assimp():
             # 3.12 (DeprecationWarning before); it is pyassimp's, not the user's business
             warnings.simplefilter("ignore", SyntaxWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
-            from pyassimp import core
+            # pyassimp imports distutils.sysconfig: through setuptools' shim (a meta-path finder the .pth of
+            # setuptools installs) that costs 0.2-0.35 s here, the stdlib's (Python < 3.12) 0.02-0.03 s, as with
+            # SETUPTOOLS_USE_DISTUTILS=stdlib. Take the stdlib's for this one import and leave no trace: the
+            # shim goes back and the stdlib distutils modules leave sys.modules (pyassimp keeps its function).
+            shim = ([f for f in sys.meta_path if type(f).__module__ == "_distutils_hack"]
+                    if sys.version_info < (3, 12) and "distutils" not in sys.modules else [])
+            for f in shim:
+                sys.meta_path.remove(f)
+            try:
+                from pyassimp import core
+            finally:
+                sys.meta_path[:0] = shim
+                for name in [m for m in sys.modules if shim and (m == "distutils" or m.startswith("distutils."))]:
+                    del sys.modules[name]
 
             from . import assimp_structs
     except Exception as exc:  # pyassimp raises its own error when libassimp.so is absent

@@ -3,25 +3,31 @@
 The result (a ``SceneAsset``: dataclasses over numpy arrays) comes back pickled through a pipe; ``AssetError``
 is re-raised with its fields, and warnings the child raised are re-issued in the parent. The child is forked
 where the platform can (milliseconds: it shares the parent's already-imported modules and starts no Vulkan),
-else spawned.
+else it is a separate interpreter.
 
 Never fork once Vulkan is loaded in this process: a forked child inherits the driver's state, which drivers do
 not support (on the NVIDIA H200, after ~10 imports forked from a process holding a VkDevice, every later
-vkCreateInstance in the parent failed with VK_ERROR_INCOMPATIBLE_DRIVER). Then the child is a fresh interpreter
-(``python -m vkmorph.asset.isolate``, ~0.3 s) that gets the call pickled on stdin and answers on stdout; unlike
-multiprocessing's spawn it never re-imports the caller's ``__main__``.
+vkCreateInstance in the parent failed with VK_ERROR_INCOMPATIBLE_DRIVER). Then the child is one long-lived
+worker interpreter (``python -m vkmorph.asset.isolate``, started by fork + exec, so it holds no driver state)
+that serves every later call: the first call pays its start (an interpreter, numpy and pyassimp: measured in
+docs/guide.md), each later one only the import itself plus pickling the scene. Unlike multiprocessing's spawn it
+never re-imports the caller's ``__main__``. A crash kills only the worker: that call reports it in one line and
+the next call starts a new worker. The worker exits when this process closes its end of the pipe (at exit, or
+``stop_worker()``); ``worker_fds()`` names the two pipe ends it holds here (the tests' fd leak check skips them).
 """
 
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import importlib
-import multiprocessing as mp
 import os
 import pickle
 import signal
+import struct
 import subprocess
 import sys
+import threading
 import traceback
 import warnings
 from pathlib import Path
@@ -46,7 +52,8 @@ def default_method() -> str:
 
 def can_isolate() -> bool:
     """False inside a daemonic multiprocessing worker, which may not start children."""
-    return not mp.current_process().daemon
+    mp = sys.modules.get("multiprocessing")   # not imported: this process is no multiprocessing child
+    return mp is None or not mp.current_process().daemon
 
 
 def _call(fn, args, kwargs) -> tuple:
@@ -72,17 +79,95 @@ def _child(conn, fn, args, kwargs) -> None:
         conn.close()
 
 
+class _Worker:
+    """The long-lived isolated interpreter: requests and answers are length-prefixed pickles on its stdin and
+    stdout. One call at a time (a lock), from any thread."""
+
+    def __init__(self) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ,
+               "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+        if sys.version_info < (3, 12):      # pyassimp's distutils import: the stdlib's, not setuptools' shim
+            env.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
+        self.proc = subprocess.Popen([sys.executable, "-X", "faulthandler=0", "-m", "vkmorph.asset.isolate"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env)
+
+    def call(self, fn, args, kwargs) -> tuple[tuple | None, int | None]:
+        request = pickle.dumps((fn.__module__, fn.__qualname__, args, kwargs))
+        try:
+            _write(self.proc.stdin, request)
+            answer = _read(self.proc.stdout)
+        except (OSError, EOFError, ValueError):
+            answer = None
+        if answer is None:                  # it died: a signal (the import crashed) or an exit status
+            self.close()
+            return None, self.proc.returncode
+        return pickle.loads(answer), 0
+
+    def close(self) -> None:
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:   # stuck in native code: nothing more to ask of it
+            self.proc.kill()
+            self.proc.wait()
+
+    def fds(self) -> set[int]:
+        return {p.fileno() for p in (self.proc.stdin, self.proc.stdout) if not p.closed}
+
+
+_worker: _Worker | None = None
+_worker_lock = threading.Lock()
+
+
+def _write(pipe, data: bytes) -> None:
+    pipe.write(struct.pack("<Q", len(data)))
+    pipe.write(data)
+    pipe.flush()
+
+
+def _read(pipe) -> bytes | None:
+    head = pipe.read(8)
+    if len(head) < 8:
+        return None
+    (n,) = struct.unpack("<Q", head)
+    data = pipe.read(n)
+    return data if len(data) == n else None
+
+
 def _run_subprocess(fn, args, kwargs) -> tuple[tuple | None, int]:
-    """``fn`` in a fresh interpreter (no inherited Vulkan state): (message or None, exit code)."""
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
-    request = pickle.dumps((fn.__module__, fn.__qualname__, args, kwargs))
-    r = subprocess.run([sys.executable, "-X", "faulthandler=0", "-m", "vkmorph.asset.isolate"], input=request,
-                       capture_output=True, env=env)
-    try:
-        return pickle.loads(r.stdout), r.returncode
-    except Exception:  # noqa: BLE001 - no answer: the child crashed or died; the exit code says how
-        return None, r.returncode
+    """``fn`` in the long-lived worker interpreter (no inherited Vulkan state): (message or None, exit code)."""
+    global _worker
+    with _worker_lock:
+        if _worker is None or _worker.proc.poll() is not None:
+            _worker = _Worker()
+        msg, code = _worker.call(fn, args, kwargs)
+        if msg is None:
+            _worker = None                  # the next call starts a new one
+        return msg, code
+
+
+def stop_worker() -> None:
+    """End the worker interpreter, if one runs (the next isolated import starts another)."""
+    global _worker
+    with _worker_lock:
+        if _worker is not None:
+            _worker.close()
+            _worker = None
+
+
+def worker_fds() -> set[int]:
+    """The file descriptors this process holds for the worker (empty when none runs)."""
+    w = _worker
+    return w.fds() if w is not None and w.proc.poll() is None else set()
+
+
+atexit.register(stop_worker)
 
 
 def run_isolated(fn, *args, file: str, method: str | None = None, **kwargs):
@@ -115,6 +200,8 @@ def run_isolated(fn, *args, file: str, method: str | None = None, **kwargs):
 
 
 def _run_multiprocessing(method: str, fn, args, kwargs) -> tuple[tuple | None, int | None]:
+    import multiprocessing as mp  # here, not at import: ~50-100 ms of a short command's start on 2 cores
+
     ctx = mp.get_context(method)
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(send, fn, args, kwargs), daemon=True)
@@ -133,14 +220,25 @@ def _run_multiprocessing(method: str, fn, args, kwargs) -> tuple[tuple | None, i
 
 
 def _main() -> None:
-    """Child side of ``method="subprocess"``: the call pickled on stdin, the outcome pickled on stdout."""
-    module, qualname, args, kwargs = pickle.loads(sys.stdin.buffer.read())
-    fn = importlib.import_module(module)
-    for part in qualname.split("."):
-        fn = getattr(fn, part)
-    out = pickle.dumps(_call(fn, args, kwargs))
-    sys.stdout.buffer.write(out)
-    sys.stdout.buffer.flush()
+    """The worker's side: answer calls until the parent closes the pipe. pyassimp is imported first, so the
+    first call does not pay for it after the interpreter started."""
+    try:
+        from .importer import _assimp
+
+        _assimp()
+    except Exception:  # noqa: BLE001 - libassimp missing: the call itself reports it as an AssetError
+        pass
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr                 # a stray print must not corrupt the answers
+    while True:
+        request = _read(stdin)
+        if request is None:
+            return
+        module, qualname, args, kwargs = pickle.loads(request)
+        fn = importlib.import_module(module)
+        for part in qualname.split("."):
+            fn = getattr(fn, part)
+        _write(stdout, pickle.dumps(_call(fn, args, kwargs)))
 
 
 if __name__ == "__main__":
