@@ -10,6 +10,7 @@ from vkmorph.asset.gltf_extensions import EXTENSIONS
 
 def test_readme_table_lists_every_extension_with_its_status():
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("### glTF extensions"):text.index("## Benchmarks")]
+    start = text.index("### glTF extensions")
+    section = text[start:text.index("\n## ", start)]   # up to the next top-level section
     rows = dict(re.findall(r"^\| `([A-Za-z0-9_]+)` \| (\w+) \|", section, re.M))
     assert rows == {name: e.status for name, e in EXTENSIONS.items()}
