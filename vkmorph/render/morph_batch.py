@@ -205,8 +205,8 @@ class MorphBatch:
         else:
             arrays["table"], arrays["masks"] = data.table, data.masks
         # compact per-vertex kernel: per slot weight x (position, normal, tangent scale, 1), multiplied here per
-        # frame (S x 4 floats) instead of per delta and lane in the shader, where that gather and multiply cost
-        # ~15 % of the pass with every target active on lavapipe (bench/2026-11-30-lavapipe-vs-previous.txt)
+        # frame (S x 4 floats) instead of per delta and lane in the shader, where that gather and multiply is
+        # repeated for every delta (the measured share of the pass is in bench/, lavapipe-vs-previous)
         self.scales = data.scales[:max(1, slot)] if lists and self.delta_format == "compact" else None
         self.weight_words = 4 if self.scales is not None else 1
         self.gpu_scaled = np.zeros((max(1, slot), 4), np.float32) if self.scales is not None else None
