@@ -353,10 +353,10 @@ class Model:
                     for k in skinned:
                         inst = self.instances[k]
                         J = len(self.scene.skins[inst.prim.skin].joints)
-                        sets[(f, k)] = capture.pipeline.make_set({
-                            "vertices": (inst.vertex_buffer, inst.vertex_offset, inst.vertex_bytes),
-                            "palette": (pal, f * frame_pal + pal_offs[k], 64 * J),
-                            "output": (out, f * frame_out + out_offs[k], 48 * inst.prim.vertex_count)})
+                        sets[(f, k)] = capture.make_set(
+                            (inst.vertex_buffer, inst.vertex_offset, inst.vertex_bytes),
+                            (pal, f * frame_pal + pal_offs[k], 64 * J),
+                            (out, f * frame_out + out_offs[k], 48 * inst.prim.vertex_count))
         except BaseException:
             for obj in (capture, pal, out):
                 if obj is not None:
@@ -481,9 +481,7 @@ class _GpuBaker:
         return Bake(times, positions, normals, self.space, dict(self.slices), indices, tangents)
 
     def _record_frame(self, cb, f, out, pal, sets, out_offs, pal_offs, frame_out, frame_pal) -> None:
-        from .asset.model import attribute_offsets_words
         from .gpu import barriers
-        from .gpu.memory import cffi_pointer
         from .gpu.vk import vk
         from .render.skin_capture import palette_bytes
 
@@ -497,13 +495,7 @@ class _GpuBaker:
                 mats = palette_bytes(m._matrices(inst, self.space)).reshape(-1).view(np.uint8)
                 o = f * frame_pal + pal_offs[k]
                 pal.mapped[o:o + mats.nbytes] = mats
-                dtype = inst.prim.vertices.dtype
-                w = attribute_offsets_words(dtype)
-                push = np.array([V, dtype.itemsize // 4, w["position"], w["normal"], w["tangent"], w["joints"],
-                                 w["weights"]], np.uint32)
-                m._capture.pipeline.bind(cb, sets[(f, k)])
-                m._capture.pipeline.push(cb, cffi_pointer(push), push.nbytes)
-                vk.vkCmdDispatch(cb, (V + 63) // 64, 1, 1)
+                m._capture.record(cb, sets[(f, k)], inst.prim.vertices.dtype, V)
             else:
                 vk.vkCmdCopyBuffer(cb, inst.vertex_buffer.handle, out.handle, 1, [vk.VkBufferCopy(
                     srcOffset=inst.vertex_offset, dstOffset=f * frame_out + out_offs[k], size=inst.vertex_bytes)])

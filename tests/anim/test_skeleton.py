@@ -76,6 +76,14 @@ def test_versions_per_node_and_world_versions_follow_the_hierarchy():
         sk.world_matrices()[child] = 0.0
     with pytest.raises(UsageError, match="path must be one of"):
         sk.set_trs(child, "position", np.zeros(3))
+    for bad, msg in ((np.zeros(4), "shape"), ([np.nan, 0, 0], "non-finite"), ("up", "numbers")):
+        with pytest.raises(UsageError, match=msg):
+            sk.set_trs(child, "translation", bad)
+    with pytest.raises(UsageError, match="out of range"):
+        sk.set_trs(len(scene.nodes), "scale", np.ones(3))
+    with pytest.raises(UsageError, match="shape"):
+        sk.set_local(scale=np.ones((2, 3)))
+    assert sk.version == 1                   # refused input changes nothing
     assert sk.reset() == 1 and sk.version == 2 and np.array_equal(sk.world_matrices(), loop_world(sk))
     assert sk.reset() == 0 and sk.version == 2
 
@@ -93,3 +101,12 @@ def test_scene_state_reset_restores_defaults_and_rest_pose():
     v = state.version
     state.reset()
     assert state.version == v                # nothing to restore: no version moves
+
+
+def test_player_takes_a_state_or_a_pose_and_refuses_anything_else():
+    scene = load_scene(asset("RobotExpressive", "RobotExpressive.glb"))
+    state = SceneState(scene)
+    p = AnimationPlayer(scene, state)
+    assert p.pose is state.pose and p.skeleton is state.skeleton
+    with pytest.raises(UsageError, match="SceneMorphPose or a SceneState"):
+        AnimationPlayer(scene, object())

@@ -119,11 +119,27 @@ class Skeleton:
             arr = self._local[path]
         except KeyError:
             raise UsageError(f"path must be one of {PATHS}, got {path!r}") from None
-        if np.array_equal(arr[node], value):
+        if isinstance(node, bool) or not isinstance(node, (int, np.integer)) or not 0 <= node < len(arr):
+            raise UsageError(f"node {node!r} out of range: the scene has {len(arr)} nodes")
+        v = self._checked(value, path, arr.shape[1:], f"node {node}")
+        if np.array_equal(arr[node], v):
             return False
-        arr[node] = value
-        self._moved(node)
+        arr[node] = v
+        self._moved(int(node))
         return True
+
+    @staticmethod
+    def _checked(value, path: str, shape: tuple, where: str) -> np.ndarray:
+        """``value`` as float64 of ``shape`` with finite entries, else one UsageError naming what and where."""
+        try:
+            v = np.asarray(value, np.float64)
+        except (TypeError, ValueError):
+            raise UsageError(f"{where}: {path} must be numbers, got {value!r:.80}") from None
+        if v.shape != shape:
+            raise UsageError(f"{where}: {path} must have shape {shape}, got {v.shape}")
+        if not np.isfinite(v).all():
+            raise UsageError(f"{where}: {path} has a non-finite value")
+        return v
 
     def set_local(self, translation=None, rotation=None, scale=None) -> int:
         """Every node's TRS at once ((N, 3), (N, 4), (N, 3); None keeps one); returns how many nodes changed."""
@@ -132,7 +148,7 @@ class Skeleton:
             if value is None:
                 continue
             arr = self._local[path]
-            v = np.asarray(value, np.float64).reshape(arr.shape)
+            v = self._checked(value, path, arr.shape, "set_local")
             diff = (v != arr).any(axis=1)
             arr[diff] = v[diff]
             changed |= diff

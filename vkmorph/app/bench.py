@@ -476,19 +476,22 @@ def dirty_scaling(ctx, timer, n: int = 1000, ks=None, frames: int = 3) -> list[d
         for k in ks:
             pick = [nodes[i] for i in np.linspace(0, n - 1, k).round().astype(int)] if k < n else nodes
             flip = [0]
-            counters = []
+            counters, cpu = [], []
 
-            def frame(cb, pick=pick, flip=flip, counters=counters):
+            def frame(cb, pick=pick, flip=flip, counters=counters, cpu=cpu):
                 flip[0] ^= 1
                 for node in pick:
                     sl = rt.pose.slice_of(node)
                     rt.set_weights(node, base[sl] * (0.5 if flip[0] else 1.0))
+                t = time.thread_time()
                 counters.append(rt.record(cb))
+                cpu.append(time.thread_time() - t)
 
             ms = min(timer.run([frame], frames)[0] for _ in range(3))
             c = counters[-1]
-            rows.append({"primitives": n, "changed": k, "gpu_ms": ms, "dispatched": c.dispatched,
-                         "dispatch_ranges": c.dispatch_ranges, "groups": c.groups, "kernel": rt.batch.kernel_family})
+            rows.append({"primitives": n, "changed": k, "gpu_ms": ms, "record_cpu_ms": float(np.median(cpu)) * 1e3,
+                         "dispatched": c.dispatched, "dispatch_ranges": c.dispatch_ranges, "groups": c.groups,
+                         "kernel": rt.batch.kernel_family})
     finally:
         rt.destroy()
     return rows
@@ -872,7 +875,7 @@ def _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, 
     dirty = report["dirty_scaling"] = dirty_scaling(ctx, timer, 100 if quick else 1000)
     for d in dirty:
         say(f"{d['changed']:>5} of {d['primitives']} primitives changed: GPU {d['gpu_ms']:.3f} ms per frame, "
-            f"{d['dispatch_ranges']} ranges, {d['groups']} workgroups")
+            f"record() {d['record_cpu_ms']:.3f} ms CPU, {d['dispatch_ranges']} ranges, {d['groups']} workgroups")
     if bar is not None:
         bar.update(2)
     bake = report["bake"] = bake_throughput(BAKE_FRAMES_QUICK if quick else BAKE_FRAMES)
@@ -997,10 +1000,11 @@ def _roofline_tables(report: dict) -> list[str]:
                 f"{c[f'{w}_{m}_cpu_ms']:.4f} ({c[f'{w}_{m}_wall_ms']:.4f})"
                 for m in ("unchanged", "changed") for w in ("record", "draws")]) + " |")
     if report.get("dirty_scaling"):
-        out += ["", "| changed of N primitives | GPU ms per frame | ranges | workgroups |", "|---|---|---|---|"]
+        out += ["", "| changed of N primitives | GPU ms per frame | record() CPU ms | ranges | workgroups |",
+                "|---|---|---|---|---|"]
         for d in report["dirty_scaling"]:
-            out.append(f"| {d['changed']:,} of {d['primitives']:,} | {d['gpu_ms']:.3f} | {d['dispatch_ranges']} | "
-                       f"{d['groups']:,} |")
+            out.append(f"| {d['changed']:,} of {d['primitives']:,} | {d['gpu_ms']:.3f} | {d['record_cpu_ms']:.3f} | "
+                       f"{d['dispatch_ranges']} | {d['groups']:,} |")
     out += ["", "| format | heads in one batch | GPU us per Dawn-like head (14k verts, 50 targets, 5 active) | "
             "heads per 16.6 ms | fraction | copy GB/s (same window) |", "|---|---|---|---|---|---|"]
     for c in report["characters"]:

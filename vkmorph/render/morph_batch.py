@@ -46,6 +46,12 @@ if TYPE_CHECKING:
 OUTPUT_ALIGNMENT = 256       # >= every device's minStorageBufferOffsetAlignment, so ranges can be bound
 UPDATE_CHUNK = 65536         # vkCmdUpdateBuffer's limit per call
 MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports: 16.7M vertices per dispatch
+# Weight uploads bridge gaps of up to this many weight slots between changed primitives: the slots in a gap
+# belong to primitives not changed since they were last uploaded, so rewriting their current values is
+# harmless (the guard barrier orders every earlier read first), and one vkCmdUpdateBuffer of a few hundred
+# bytes more costs less than a second call (Python and command-buffer overhead). Dispatches never bridge: a
+# gap's chunks would be recomputed for nothing.
+UPLOAD_GAP_SLOTS = 256
 # Kernel per delta format. Two families, each with its own data layout (morph/gpu_data.py):
 # - workgroup (GPUs with subgroup ballots): per chunk of 256 vertices the active (chunk, target) blocks are
 #   compacted in shared memory and each thread finds its deltas in them by popcount; cost per thread grows
@@ -114,14 +120,16 @@ class Dispatched:
     groups: int = 0      # workgroups (chunks of 256 vertices) dispatched
 
 
-def merged_ranges(first: np.ndarray, count: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def merged_ranges(first: np.ndarray, count: np.ndarray, idx: np.ndarray, gap: int = 0
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """(starts, lengths) of the ranges [first[i], first[i] + count[i]) for i in ``idx`` (ascending), where one
-    that starts exactly at the previous one's end is merged into it. Vectorized: no Python work per range."""
+    that starts at most ``gap`` after the previous one's end is merged into it (0: only exactly adjacent ones).
+    Vectorized: no Python work per range."""
     if len(idx) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     f = first[idx]
     e = f + count[idx]
-    brk = np.flatnonzero(f[1:] != e[:-1]) + 1
+    brk = np.flatnonzero(f[1:] - e[:-1] > gap) + 1
     starts = f[np.r_[0, brk]]
     ends = e[np.r_[brk - 1, len(idx) - 1]]
     return starts, ends - starts
@@ -205,8 +213,8 @@ class MorphBatch:
         else:
             arrays["table"], arrays["masks"] = data.table, data.masks
         # compact per-vertex kernel: per slot weight x (position, normal, tangent scale, 1), multiplied here per
-        # frame (S x 4 floats) instead of per delta and lane in the shader, where that gather and multiply cost
-        # ~15 % of the pass with every target active on lavapipe (bench/2026-11-30-lavapipe-vs-previous.txt)
+        # frame (S x 4 floats) instead of per delta and lane in the shader, where that gather and multiply is
+        # repeated for every delta (the measured share of the pass is in bench/, lavapipe-vs-previous)
         self.scales = data.scales[:max(1, slot)] if lists and self.delta_format == "compact" else None
         self.weight_words = 4 if self.scales is not None else 1
         self.gpu_scaled = np.zeros((max(1, slot), 4), np.float32) if self.scales is not None else None
@@ -240,7 +248,7 @@ class MorphBatch:
         if dirty is None or len(dirty) == len(self.instances):
             S = len(self.gpu_weights)
             return np.array([0], np.int64), np.array([S], np.int64)
-        return merged_ranges(self._weight_offset, self._target_count, dirty)
+        return merged_ranges(self._weight_offset, self._target_count, dirty, UPLOAD_GAP_SLOTS)
 
     def record_uploads(self, cb, dirty: np.ndarray | None) -> int:
         """Gather the pose's weights and record their upload for the ``dirty`` primitives (None: all), one
