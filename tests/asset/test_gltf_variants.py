@@ -95,3 +95,30 @@ def test_info_lists_each_extension_and_what_vkmorph_does():
     assert all(e["status"] == "supported" and e["required"] for e in ext)
     text = vkmorph("info", path).stdout
     assert "extension EXT_meshopt_compression (required): supported, buffer views decoded with meshoptimizer" in text
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda v: v.update(count=v["count"] + 1), "count 13 x byteStride 4 = 52, but the view's byteLength is 48"),
+    (lambda v: v.update(mode="STRIPS"), "mode: 'STRIPS' is not one of ATTRIBUTES, TRIANGLES, INDICES"),
+    (lambda v: v.update(byteOffset=1), "meshoptimizer cannot decode it"),
+    (lambda v: v.update(byteLength=10 ** 6), "lie outside buffers[0]"),
+])
+def test_broken_meshopt_views_are_one_error_naming_the_view(tmp_path, change, message):
+    import json
+    import struct
+
+    raw = _variant("SimpleSkin", "meshopt").read_bytes()
+    n = struct.unpack_from("<I", raw, 12)[0]
+    doc = json.loads(raw[20:20 + n])
+    change(doc["bufferViews"][0]["extensions"]["EXT_meshopt_compression"])
+    text = json.dumps(doc).encode()
+    text += b" " * (-len(text) % 4)
+    body = struct.pack("<II", len(text), 0x4E4F534A) + text + raw[20 + n:]
+    path = tmp_path / "m.glb"
+    path.write_bytes(b"glTF" + struct.pack("<II", 2, 12 + len(body)) + body)
+    from vkmorph import AssetError
+
+    with pytest.raises(AssetError) as e:
+        _load_scene(path, isolate=False)
+    assert str(e.value).startswith(f"file {path}: bufferViews[0].extensions.EXT_meshopt_compression") and \
+        message in str(e.value), str(e.value)

@@ -324,7 +324,10 @@ class GltfDocument:
         src = self.buffers[b_i]
         if off + length > len(src):
             raise self.error(w, f"bytes {off}..{off + length} lie outside buffers[{b_i}] ({len(src)} bytes)")
-        import meshopt  # imported here: only files that use the extension need it
+        try:
+            import meshopt  # imported here: only files that use the extension need it
+        except ImportError:
+            raise self.error(w, "decoding it needs the meshopt package (pip install meshopt)") from None
 
         try:
             rows = meshopt.decode_gltf_buffer(bytes(src[off:off + length]), count, stride, mode,

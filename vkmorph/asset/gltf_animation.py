@@ -20,6 +20,7 @@ from ..errors import AssetError, AssetWarning
 from .model import AnimationClip, MorphWeightChannel, NodeChannel, SceneAsset
 
 _WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
+UNIT_TOLERANCE = 5e-4   # the Khronos glTF-Validator's threshold for unit quaternions and normals
 
 
 def gltf_node_map(doc, scene: SceneAsset) -> list[int | None]:
@@ -83,6 +84,14 @@ def gltf_animations(doc, scene: SceneAsset) -> list[AnimationClip]:
             if K == 0 or s.output.shape != (per_key * K, want):
                 raise AssetError(f"{where}: {s.interpolation} sampler has {s.output.shape[0]} x {s.output.shape[1]}"
                                  f" output values for {K} keys; expected {per_key * K} x {want}", file=scene.source)
+            if ch.path == "rotation":
+                keys = s.output[1::3] if s.interpolation == "CUBICSPLINE" else s.output
+                off = np.abs(np.linalg.norm(keys, axis=1) - 1.0) > UNIT_TOLERANCE
+                if off.any():
+                    warnings.warn(AssetWarning(
+                        f"file {doc.file}: animations[{a_i}].samplers[{ch.sampler}].output: {int(off.sum())} of "
+                        f"{len(keys)} rotation keys are not unit quaternions (key {int(np.flatnonzero(off)[0])}); "
+                        "normalized when sampled"), stacklevel=3)
             if ch.path == "weights":
                 morph.append(MorphWeightChannel(node=node, times=s.input, values=s.output,
                                                 interpolation=s.interpolation))

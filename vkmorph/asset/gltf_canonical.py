@@ -23,7 +23,6 @@ itself (``GltfDocument.accessor``, bounds-checked) and writes a GLB in which
 
 from __future__ import annotations
 
-import copy
 import json
 import struct
 import warnings
@@ -66,8 +65,8 @@ def _has_ext(obj, name: str):
 
 def canonical_glb(doc: GltfDocument) -> Canonical:
     """The file as plain core glTF (see the module's docstring); ``doc`` has passed ``validate_gltf``."""
-    j = {k: copy.deepcopy(v) for k, v in doc.json.items()
-         if k not in ("images", "textures", "samplers", "animations", "buffers", "bufferViews", "accessors")}
+    j = _copy({k: v for k, v in doc.json.items()
+               if k not in ("images", "textures", "samplers", "animations", "buffers", "bufferViews", "accessors")})
     out = Canonical(glb=b"")
     blob = bytearray()
     views: list[dict] = []
@@ -107,7 +106,7 @@ def canonical_glb(doc: GltfDocument) -> Canonical:
 
     accessors = []
     for a_i, acc in enumerate(src_acc):
-        acc = copy.deepcopy(acc)
+        acc = dict(acc)   # only top-level keys are replaced below
         if a_i in draco_owned and "bufferView" not in acc:
             accessors.append(acc)
             continue
@@ -136,8 +135,7 @@ def canonical_glb(doc: GltfDocument) -> Canonical:
 
     # -------------------------------------------------------------- meshes: triangles only
     new_meshes, mesh_map = [], {}
-    for m_i, mesh in enumerate(meshes):
-        mesh = copy.deepcopy(mesh)
+    for m_i, mesh in enumerate(j.get("meshes", [])):
         kept, prims = [], []
         for p_i, prim in enumerate(mesh.get("primitives", [])):
             mode = prim.get("mode", 4)
@@ -160,7 +158,7 @@ def canonical_glb(doc: GltfDocument) -> Canonical:
     j["meshes"] = new_meshes
 
     # -------------------------------------------------------------- nodes: names, rotations, instances
-    nodes = [copy.deepcopy(n) for n in doc.array("nodes")]
+    nodes = j.get("nodes", [])
     extra: list[dict] = []
     skin_copy: dict[tuple[int, int], int] = {}   # (canonical mesh, skin) -> the mesh copy that skin deforms
     for n_i, node in enumerate(nodes):
@@ -228,7 +226,7 @@ def _per_skin(out: Canonical, meshes: list, skin_copy: dict, c: int, skin: int) 
     if (c, skin) in skin_copy:
         return skin_copy[(c, skin)]
     if any(k[0] == c for k in skin_copy):
-        mesh = copy.deepcopy(meshes[c])
+        mesh = _copy(meshes[c])
         mesh["name"] = f"{NAME_PREFIX}{len(meshes)}"
         meshes.append(mesh)
         out.meshes.append(out.meshes[c])
@@ -236,6 +234,11 @@ def _per_skin(out: Canonical, meshes: list, skin_copy: dict, c: int, skin: int) 
     else:
         skin_copy[(c, skin)] = c
     return skin_copy[(c, skin)]
+
+
+def _copy(obj):
+    """A deep copy of JSON data (several times faster than copy.deepcopy on large glTF JSON)."""
+    return json.loads(json.dumps(obj))
 
 
 def _used_by_meshes(j: dict) -> set[str]:

@@ -10,10 +10,13 @@ counts are checked.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from ..errors import AssetError
+from ..errors import AssetError, AssetWarning
 from .gltf import GltfDocument
+from .gltf_animation import UNIT_TOLERANCE
 from .gltf_canonical import NAME_PREFIX, Canonical
 from .materials import Material, gltf_materials
 from .model import SceneAsset
@@ -77,7 +80,12 @@ def check_import(doc: GltfDocument, canon: Canonical, scene: SceneAsset) -> None
         pos = doc.accessor(attrs["POSITION"]).astype(np.float32)
         _same(doc, w, "POSITION", attrs["POSITION"], pos, v["position"])
         if "NORMAL" in attrs:
-            _same(doc, w, "NORMAL", attrs["NORMAL"], doc.accessor(attrs["NORMAL"]), v["normal"])
+            nrm = doc.accessor(attrs["NORMAL"])
+            _same(doc, w, "NORMAL", attrs["NORMAL"], nrm, v["normal"])
+            off = np.abs(np.linalg.norm(nrm.astype(np.float64), axis=1) - 1.0) > UNIT_TOLERANCE
+            if off.any():
+                _warn(doc, f"{w}.attributes.NORMAL", f"{int(off.sum())} of {V} normals are not unit length "
+                      f"(vertex {int(np.flatnonzero(off)[0])}); normalized where shaded")
         if "TANGENT" in attrs:
             _same(doc, w, "TANGENT", attrs["TANGENT"], doc.accessor(attrs["TANGENT"])[:, :3], v["tangent"][:, :3])
         if "TEXCOORD_0" in attrs:
@@ -89,6 +97,10 @@ def check_import(doc: GltfDocument, canon: Canonical, scene: SceneAsset) -> None
             if c.shape[1] == 3:
                 c = np.concatenate([c, np.ones((len(c), 1), np.float32)], axis=1)
             _same(doc, w, "COLOR_0", attrs["COLOR_0"], np.clip(np.nan_to_num(c, nan=1.0), 0, 1), prim.colors)
+            off = ~((c >= 0) & (c <= 1)).all(axis=1)
+            if off.any():
+                _warn(doc, f"{w}.attributes.COLOR_0", f"{int(off.sum())} of {V} colours lie outside 0..1 or are "
+                      f"not numbers (vertex {int(np.flatnonzero(off)[0])}); clamped")
         if fp.get("mode", 4) == 4:
             idx = doc.accessor(fp["indices"]) if "indices" in fp else np.arange(V)
             ours = idx.astype(np.int64).reshape(-1)
@@ -104,6 +116,10 @@ def check_import(doc: GltfDocument, canon: Canonical, scene: SceneAsset) -> None
                 if key in ft and got is not None:
                     d = doc.accessor(ft[key]).astype(np.float32)
                     _same(doc, tw, key, ft[key], d, got, scale=np.abs(base) + np.abs(d))
+
+
+def _warn(doc, where: str, msg: str) -> None:
+    warnings.warn(AssetWarning(f"file {doc.file}: {where}: {msg}"), stacklevel=4)
 
 
 def _same(doc, where, what, a_i, ours, got, *, exact=False, scale=None) -> None:

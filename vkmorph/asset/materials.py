@@ -1,5 +1,7 @@
-"""Materials (glTF 2.0 metallic-roughness) read from a glTF/GLB file's JSON, or from Assimp's material
-properties for other formats (FBX, Collada: diffuse colour, diffuse texture, two-sided, opacity).
+"""Materials (glTF 2.0 metallic-roughness) read from a glTF/GLB file through the same ``GltfDocument`` as its
+geometry (URI policy included; KHR_texture_transform, KHR_materials_unlit, KHR_materials_emissive_strength,
+EXT_texture_webp), or from Assimp's material properties for other formats (FBX, Collada: diffuse colour, diffuse
+texture, two-sided, opacity).
 
 Nothing here touches the GPU. Images stay undecoded until the renderer asks (``ImageSource.decode``, Pillow).
 Bad material data never stops an import: a missing image file, an undecodable image or a texture index out of
@@ -307,7 +309,3 @@ def assimp_embedded_images(raw) -> list[ImageSource]:
             data = buf.getvalue()
         out.append(ImageSource(name=f"*{i}", key=f"embedded {i}", data=data))
     return out
-
-
-def is_gltf(path: str | Path) -> bool:
-    return Path(path).suffix.lower() in (".gltf", ".glb")
