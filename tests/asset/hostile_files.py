@@ -224,6 +224,16 @@ def many_channels(n: int):
     return build
 
 
+def many_meshes(n: int):
+    def build(folder: Path) -> Path:
+        doc = _base()
+        doc["nodes"] = [{"mesh": i} for i in range(n)]
+        doc["scenes"][0]["nodes"] = list(range(n))
+        doc["meshes"] = [{"primitives": [{"attributes": {"POSITION": 0}}]} for _ in range(n)]
+        return _write(folder / f"meshes{n}.gltf", doc)
+    return build
+
+
 @dataclass(frozen=True)
 class Case:
     build: object
@@ -251,6 +261,7 @@ CASES = {
     "fifo_image": Case(fifo_image, command="textures", expect=(0,), says="not a regular file"),
     "targets_100000": Case(shared_targets(100_000), expect=(2,), says="morph targets"),
     "target_vertices": Case(target_vertices, expect=(2,), says="morph target vertices"),
+    "meshes_20000": Case(many_meshes(20_000), expect=(2,), says="primitives"),
     "shared_positions": Case(shared_positions, expect=(2,), says="vertices"),
     "zero_accessors": Case(zero_accessors, expect=(2,), says="bytes"),
     "aliased_views": Case(aliased_views, expect=(2,), says="bytes"),

@@ -4,12 +4,12 @@ A small file can claim a lot: 100,000 morph targets that all read one accessor, 
 vertices each reading one accessor, 1,000 primitives sharing one POSITION accessor, an accessor without a
 bufferView claiming 200 MB of zeros, 2,000 accessors over one buffer view. Decoding each use (the validator,
 Assimp and the data model all hold their own arrays) costs memory by the claim, not by the bytes in the file.
-``check_claims`` adds up, from the JSON alone, the morph targets per primitive, the vertices and target vertices
-over all primitives (the importer spends ~350 B and ~60 B and ~4 and ~3 us per vertex and target vertex on this
-2-core host: 1,000,000 vertices with 40 targets took 54 s and 3 GB), the animation channels and the bytes decoded
-for every use of every accessor (each accessor at least once), and raises one ``AssetError`` naming the place and
-the limit that the first excess breaks. Malformed members are skipped here: the validator reports them with
-their own messages.
+``check_claims`` adds up, from the JSON alone, the primitives (~3 ms each in the importer), the morph targets
+per primitive, the vertices and target vertices over all primitives (the importer spends ~350 B and ~60 B and
+~4 and ~3 us per vertex and target vertex on this 2-core host: 1,000,000 vertices with 40 targets took 54 s and
+3 GB), the animation channels and the bytes decoded for every use of every accessor (each accessor at least
+once), and raises one ``AssetError`` naming the place and the limit that the first excess breaks.
+Malformed members are skipped here: the validator reports them with their own messages.
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ def check_claims(doc) -> None:
         if is_int(a) and 0 <= a < len(sizes):
             uses[a] += sizes[a] * item
 
-    vertices = target_vertices = 0
+    vertices = target_vertices = primitives = 0
     for m_i, mesh in enumerate(doc.array("meshes")):
         prims = mesh.get("primitives") if isinstance(mesh, dict) else None
+        primitives += len(prims) if isinstance(prims, list) else 0
+        _limit(doc, "primitives", primitives, f"meshes[{m_i}]", "mesh primitives up to this mesh")
         for p_i, prim in enumerate(prims if isinstance(prims, list) else []):
             if not isinstance(prim, dict):
                 continue

@@ -32,6 +32,7 @@ LIMITS = {lim.name: lim for lim in (
     Limit("nodes", "VKMORPH_MAX_NODES", 20_000, "nodes in a glTF file"),
     Limit("node_depth", "VKMORPH_MAX_NODE_DEPTH", 1_000, "levels of the node hierarchy"),
     Limit("morph_targets", "VKMORPH_MAX_MORPH_TARGETS", 4_096, "morph targets of one primitive"),
+    Limit("primitives", "VKMORPH_MAX_PRIMITIVES", 2_000, "mesh primitives in a glTF file"),
     Limit("vertices", "VKMORPH_MAX_VERTICES", 2_000_000,
           "vertices over all primitives (a POSITION accessor counts once per primitive that uses it)"),
     Limit("target_vertices", "VKMORPH_MAX_TARGET_VERTICES", 4_000_000,
