@@ -2,9 +2,9 @@
 
 ``CASES`` maps a name to a ``Case``: ``build(folder) -> Path`` writes the file (and whatever it points at) into
 ``folder``; ``command`` is how the harness runs it (``info``: ``vkmorph info FILE``; ``textures``: the file's
-material images decoded the way ``vkmorph render`` decodes them, without a GPU), ``env`` extra environment,
-``expect`` the exit statuses allowed, ``says`` a fragment the one stderr line must hold (exit 2), ``rss_mb`` the
-peak-RSS bound of the child (``resource`` usage of the child process and its children).
+material images decoded the way ``vkmorph render`` decodes them, without a GPU; ``render``: ``vkmorph render``),
+``env`` extra environment, ``expect`` the exit statuses allowed, ``says`` a fragment the one stderr line must hold
+(exit 2), ``rss_mb`` the peak-RSS bound of the child (``resource`` usage of the child process and its children).
 
 ``python -m tests.asset.hostile_files OUT_DIR`` writes every case (for measuring by hand:
 ``/usr/bin/time -v vkmorph info OUT_DIR/<case>/<file>``)."""
@@ -258,6 +258,7 @@ CASES = {
     "png_bomb_20000": Case(png_bomb(20_000), command="textures", expect=(0,), says="pixels"),
     "png_bomb_30000": Case(png_bomb(30_000), command="textures", expect=(0,), says="pixels"),
     "png_12000": Case(big_png(12_000), command="textures", expect=(0,), says="pixels"),
+    "png_bomb_render": Case(png_bomb(30_000), command="render", expect=(0,), says="pixels"),
     "fifo_image": Case(fifo_image, command="textures", expect=(0,), says="not a regular file"),
     "targets_100000": Case(shared_targets(100_000), expect=(2,), says="morph targets"),
     "target_vertices": Case(target_vertices, expect=(2,), says="morph target vertices"),
