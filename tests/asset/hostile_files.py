@@ -234,6 +234,28 @@ def many_meshes(n: int):
     return build
 
 
+def shared_skin(users: int, joints: int):
+    """One skin of ``joints`` joints (identity inverse binds) bound by ``users`` mesh nodes of one skinned mesh."""
+    def build(folder: Path) -> Path:
+        doc = _base()
+        ibm = struct.pack("<16f", *[1.0 if r == c else 0.0 for c in range(4) for r in range(4)]) * joints
+        blob = TRIANGLE + bytes(12) + struct.pack("<12f", *([1, 0, 0, 0] * 3)) + ibm
+        doc["buffers"] = [{"byteLength": len(blob),
+                           "uri": "data:application/octet-stream;base64," + base64.b64encode(blob).decode()}]
+        doc["bufferViews"] = [{"buffer": 0, "byteLength": 36}, {"buffer": 0, "byteOffset": 36, "byteLength": 12},
+                              {"buffer": 0, "byteOffset": 48, "byteLength": 48},
+                              {"buffer": 0, "byteOffset": 96, "byteLength": len(ibm)}]
+        doc["accessors"] += [{"bufferView": 1, "componentType": 5121, "count": 3, "type": "VEC4"},
+                             {"bufferView": 2, "componentType": 5126, "count": 3, "type": "VEC4"},
+                             {"bufferView": 3, "componentType": 5126, "count": joints, "type": "MAT4"}]
+        doc["meshes"][0]["primitives"][0]["attributes"].update({"JOINTS_0": 1, "WEIGHTS_0": 2})
+        doc["nodes"] = [{"mesh": 0, "skin": 0} for _ in range(users)] + [{} for _ in range(joints)]
+        doc["scenes"][0]["nodes"] = list(range(users + joints))
+        doc["skins"] = [{"joints": list(range(users, users + joints)), "inverseBindMatrices": 3}]
+        return _write(folder / f"skin{users}x{joints}.gltf", doc)
+    return build
+
+
 @dataclass(frozen=True)
 class Case:
     build: object
@@ -263,6 +285,8 @@ CASES = {
     "targets_100000": Case(shared_targets(100_000), expect=(2,), says="morph targets"),
     "target_vertices": Case(target_vertices, expect=(2,), says="morph target vertices"),
     "meshes_20000": Case(many_meshes(20_000), expect=(2,), says="primitives"),
+    "skin_joints": Case(shared_skin(100, 19_000), expect=(2,), says="skin joints"),
+    "skin_joints_ok": Case(shared_skin(2, 2_000), expect=(0,)),
     "shared_positions": Case(shared_positions, expect=(2,), says="vertices"),
     "zero_accessors": Case(zero_accessors, expect=(2,), says="bytes"),
     "aliased_views": Case(aliased_views, expect=(2,), says="bytes"),

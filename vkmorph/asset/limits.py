@@ -37,6 +37,8 @@ LIMITS = {lim.name: lim for lim in (
           "vertices over all primitives (a POSITION accessor counts once per primitive that uses it)"),
     Limit("target_vertices", "VKMORPH_MAX_TARGET_VERTICES", 4_000_000,
           "morph target vertices over all primitives (targets x vertices)"),
+    Limit("skin_joints", "VKMORPH_MAX_SKIN_JOINTS", 50_000,
+          "skin joints over all skinned mesh nodes (a skin counts once per node and primitive using it)"),
     Limit("decoded_bytes", "VKMORPH_MAX_DECODED_BYTES", 256 << 20,
           "bytes of accessor data decoded, each accessor once per use (attributes, targets, samplers, skins)"),
     Limit("channels", "VKMORPH_MAX_ANIMATION_CHANNELS", 20_000, "animation channels in a glTF file"),
