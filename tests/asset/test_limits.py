@@ -112,3 +112,11 @@ def test_memory_error_while_checking_is_one_asset_error(tmp_path, monkeypatch):
     monkeypatch.setattr(GltfDocument, "accessor", no_memory)
     with pytest.raises(AssetError, match="not enough memory to check it"):
         load_scene(path)
+
+
+def test_image_file_larger_than_the_budget_needs_is_not_read(tmp_path, monkeypatch):
+    big = tmp_path / "big.png"
+    big.write_bytes(real_png(300, 200) + bytes(2 << 20))
+    monkeypatch.setenv("VKMORPH_MAX_IMAGE_PIXELS", "1000")
+    with pytest.raises(MaterialDataError, match=r"has \d+ bytes, more than an image within the pixel limit needs"):
+        decode_image(None, big)

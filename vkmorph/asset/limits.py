@@ -42,7 +42,7 @@ LIMITS = {lim.name: lim for lim in (
     Limit("decoded_bytes", "VKMORPH_MAX_DECODED_BYTES", 256 << 20,
           "bytes of accessor data decoded, each accessor once per use (attributes, targets, samplers, skins)"),
     Limit("channels", "VKMORPH_MAX_ANIMATION_CHANNELS", 20_000, "animation channels in a glTF file"),
-    Limit("json_values", "VKMORPH_MAX_JSON_VALUES", 4_000_000,
+    Limit("json_values", "VKMORPH_MAX_JSON_VALUES", 2_000_000,
           "JSON values (commas, colons and opening brackets) in a glTF file's JSON"),
     Limit("image_pixels", "VKMORPH_MAX_IMAGE_PIXELS", 8192 * 8192,
           "pixels of one texture image as decoded (JPEG is decoded reduced when that fits)"),
