@@ -2,9 +2,9 @@
 
 ``CASES`` maps a name to a ``Case``: ``build(folder) -> Path`` writes the file (and whatever it points at) into
 ``folder``; ``command`` is how the harness runs it (``info``: ``vkmorph info FILE``; ``textures``: the file's
-material images decoded the way ``vkmorph render`` decodes them, without a GPU), ``env`` extra environment,
-``expect`` the exit statuses allowed, ``says`` a fragment the one stderr line must hold (exit 2), ``rss_mb`` the
-peak-RSS bound of the child (``resource`` usage of the child process and its children).
+material images decoded the way ``vkmorph render`` decodes them, without a GPU; ``render``: ``vkmorph render``),
+``env`` extra environment, ``expect`` the exit statuses allowed, ``says`` a fragment the one stderr line must hold
+(exit 2), ``rss_mb`` the peak-RSS bound of the child (``resource`` usage of the child process and its children).
 
 ``python -m tests.asset.hostile_files OUT_DIR`` writes every case (for measuring by hand:
 ``/usr/bin/time -v vkmorph info OUT_DIR/<case>/<file>``)."""
@@ -224,6 +224,38 @@ def many_channels(n: int):
     return build
 
 
+def many_meshes(n: int):
+    def build(folder: Path) -> Path:
+        doc = _base()
+        doc["nodes"] = [{"mesh": i} for i in range(n)]
+        doc["scenes"][0]["nodes"] = list(range(n))
+        doc["meshes"] = [{"primitives": [{"attributes": {"POSITION": 0}}]} for _ in range(n)]
+        return _write(folder / f"meshes{n}.gltf", doc)
+    return build
+
+
+def shared_skin(users: int, joints: int):
+    """One skin of ``joints`` joints (identity inverse binds) bound by ``users`` mesh nodes of one skinned mesh."""
+    def build(folder: Path) -> Path:
+        doc = _base()
+        ibm = struct.pack("<16f", *[1.0 if r == c else 0.0 for c in range(4) for r in range(4)]) * joints
+        blob = TRIANGLE + bytes(12) + struct.pack("<12f", *([1, 0, 0, 0] * 3)) + ibm
+        doc["buffers"] = [{"byteLength": len(blob),
+                           "uri": "data:application/octet-stream;base64," + base64.b64encode(blob).decode()}]
+        doc["bufferViews"] = [{"buffer": 0, "byteLength": 36}, {"buffer": 0, "byteOffset": 36, "byteLength": 12},
+                              {"buffer": 0, "byteOffset": 48, "byteLength": 48},
+                              {"buffer": 0, "byteOffset": 96, "byteLength": len(ibm)}]
+        doc["accessors"] += [{"bufferView": 1, "componentType": 5121, "count": 3, "type": "VEC4"},
+                             {"bufferView": 2, "componentType": 5126, "count": 3, "type": "VEC4"},
+                             {"bufferView": 3, "componentType": 5126, "count": joints, "type": "MAT4"}]
+        doc["meshes"][0]["primitives"][0]["attributes"].update({"JOINTS_0": 1, "WEIGHTS_0": 2})
+        doc["nodes"] = [{"mesh": 0, "skin": 0} for _ in range(users)] + [{} for _ in range(joints)]
+        doc["scenes"][0]["nodes"] = list(range(users + joints))
+        doc["skins"] = [{"joints": list(range(users, users + joints)), "inverseBindMatrices": 3}]
+        return _write(folder / f"skin{users}x{joints}.gltf", doc)
+    return build
+
+
 @dataclass(frozen=True)
 class Case:
     build: object
@@ -239,24 +271,29 @@ CASES = {
     "deep_10000": Case(deep(10_000), expect=(2,), says="levels"),
     "deep_2000": Case(deep(2_000), expect=(2,), says="levels"),
     "deep_500": Case(deep(500), expect=(0,)),
-    "nodes_1000000": Case(many_nodes(1_000_000), expect=(2,), says="nodes", rss_mb=800),
+    "nodes_1000000": Case(many_nodes(1_000_000), expect=(2,), says="JSON values"),
+    "nodes_100000": Case(many_nodes(100_000), expect=(2,), says="nodes in a glTF file"),
     "fifo_buffer": Case(fifo_buffer, expect=(2,), says="not a regular file"),
     "directory_buffer": Case(directory_buffer, expect=(2,), says="not a regular file"),
     "device_buffer": Case(device_buffer, expect=(2,), says="not a regular file",
                           env={"VKMORPH_ALLOW_EXTERNAL_URIS": "1"}),
     "huge_byte_length": Case(huge_byte_length, expect=(2,), says="byteLength"),
-    "png_bomb_20000": Case(png_bomb(20_000), command="textures", expect=(0,), says="pixels"),
-    "png_bomb_30000": Case(png_bomb(30_000), command="textures", expect=(0,), says="pixels"),
-    "png_12000": Case(big_png(12_000), command="textures", expect=(0,), says="pixels"),
+    "png_bomb_20000": Case(png_bomb(20_000), command="textures", expect=(0,), says="VKMORPH_MAX_IMAGE_PIXELS"),
+    "png_bomb_30000": Case(png_bomb(30_000), command="textures", expect=(0,), says="VKMORPH_MAX_IMAGE_PIXELS"),
+    "png_12000": Case(big_png(12_000), command="textures", expect=(0,), says="VKMORPH_MAX_IMAGE_PIXELS"),
+    "png_bomb_render": Case(png_bomb(30_000), command="render", expect=(0,), says="VKMORPH_MAX_IMAGE_PIXELS"),
     "fifo_image": Case(fifo_image, command="textures", expect=(0,), says="not a regular file"),
     "targets_100000": Case(shared_targets(100_000), expect=(2,), says="morph targets"),
     "target_vertices": Case(target_vertices, expect=(2,), says="morph target vertices"),
-    "shared_positions": Case(shared_positions, expect=(2,), says="vertices"),
-    "zero_accessors": Case(zero_accessors, expect=(2,), says="bytes"),
-    "aliased_views": Case(aliased_views, expect=(2,), says="bytes"),
+    "meshes_20000": Case(many_meshes(20_000), expect=(2,), says="mesh primitives"),
+    "skin_joints": Case(shared_skin(100, 19_000), expect=(2,), says="skin joints"),
+    "skin_joints_ok": Case(shared_skin(2, 2_000), expect=(0,)),
+    "shared_positions": Case(shared_positions, expect=(2,), says="VKMORPH_MAX_VERTICES"),
+    "zero_accessors": Case(zero_accessors, expect=(2,), says="bytes of accessor data"),
+    "aliased_views": Case(aliased_views, expect=(2,), says="bytes of accessor data"),
     "whitespace_glb_100mb": Case(whitespace_glb(100), expect=(0,), rss_mb=420),   # 446 MB before
-    "unused_members": Case(unused_members, expect=(2,), says="JSON"),
-    "channels_200000": Case(many_channels(200_000), expect=(2,), says="channels"),
+    "unused_members": Case(unused_members, expect=(2,), says="JSON values"),
+    "channels_200000": Case(many_channels(200_000), expect=(2,), says="animation channels"),
 }
 
 

@@ -112,3 +112,31 @@ def test_memory_error_while_checking_is_one_asset_error(tmp_path, monkeypatch):
     monkeypatch.setattr(GltfDocument, "accessor", no_memory)
     with pytest.raises(AssetError, match="not enough memory to check it"):
         load_scene(path)
+
+
+def test_image_file_larger_than_the_budget_needs_is_not_read(tmp_path, monkeypatch):
+    big = tmp_path / "big.png"
+    big.write_bytes(real_png(300, 200) + bytes(2 << 20))
+    monkeypatch.setenv("VKMORPH_MAX_IMAGE_PIXELS", "1000")
+    with pytest.raises(MaterialDataError, match=r"has \d+ bytes, more than an image within the pixel limit needs"):
+        decode_image(None, big)
+
+
+def test_readme_lists_every_limit_with_its_default_and_variable():
+    from tests.helpers import ROOT
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Untrusted files"):text.index("## Benchmarks")]
+    rows = {r.split("|")[1].strip(): r.split("|")[2:4] for r in section.splitlines() if r.startswith("| ")}
+    for lim in limits.LIMITS.values():
+        assert lim.name in rows, lim.name
+        default, env = rows[lim.name]
+        assert env.strip() == f"`{lim.env}`"
+        shown = default.strip().replace(",", "")
+        if shown.endswith(" MiB"):
+            value = int(shown[:-4]) << 20
+        elif shown.endswith("²"):
+            value = int(shown[:-1]) ** 2
+        else:
+            value = int(shown)
+        assert value == lim.default, (lim.name, default)

@@ -87,7 +87,10 @@ class GltfDocument:
         self.bin_chunk: memoryview | None = None
         self.json = self._parse_json(self._read_file())   # the JSON text is freed once parsed
         self._decoded_views: dict[int, memoryview] = {}   # EXT_meshopt_compression views, decoded once
-        self.buffers = [self._buffer(i, b) for i, b in enumerate(self.array("buffers"))]
+        try:
+            self.buffers = [self._buffer(i, b) for i, b in enumerate(self.array("buffers"))]
+        except MemoryError:
+            raise self.error("buffers", "not enough memory to read them") from None
         for i, img in enumerate(self.array("images")):
             if isinstance(img, dict) and "uri" in img:
                 self._uri_path(img["uri"], f"images[{i}].uri")

@@ -4,12 +4,12 @@ A small file can claim a lot: 100,000 morph targets that all read one accessor, 
 vertices each reading one accessor, 1,000 primitives sharing one POSITION accessor, an accessor without a
 bufferView claiming 200 MB of zeros, 2,000 accessors over one buffer view. Decoding each use (the validator,
 Assimp and the data model all hold their own arrays) costs memory by the claim, not by the bytes in the file.
-``check_claims`` adds up, from the JSON alone, the morph targets per primitive, the vertices and target vertices
-over all primitives (the importer spends ~350 B and ~60 B and ~4 and ~3 us per vertex and target vertex on this
-2-core host: 1,000,000 vertices with 40 targets took 54 s and 3 GB), the animation channels and the bytes decoded
-for every use of every accessor (each accessor at least once), and raises one ``AssetError`` naming the place and
-the limit that the first excess breaks. Malformed members are skipped here: the validator reports them with
-their own messages.
+``check_claims`` adds up, from the JSON alone, the primitives (~3 ms each in the importer), the morph targets
+per primitive, the skin joints per skinned node and primitive (~70 us each), the vertices and target vertices
+over all primitives (~350 B and ~60 B, ~4 and ~3 us each: 1,000,000 vertices with 40 targets took 54 s and 3 GB
+on this 2-core host), the animation channels and the bytes decoded for every use of every accessor (each
+accessor at least once), and raises one ``AssetError`` naming the place and the limit that the first excess
+breaks. Malformed members are skipped here: the validator reports them with their own messages.
 """
 
 from __future__ import annotations
@@ -33,9 +33,12 @@ def check_claims(doc) -> None:
         if is_int(a) and 0 <= a < len(sizes):
             uses[a] += sizes[a] * item
 
-    vertices = target_vertices = 0
+    vertices = target_vertices = primitives = 0
+    joint_limit = limits.value("skin_joints")
     for m_i, mesh in enumerate(doc.array("meshes")):
         prims = mesh.get("primitives") if isinstance(mesh, dict) else None
+        primitives += len(prims) if isinstance(prims, list) else 0
+        _limit(doc, "primitives", primitives, f"meshes[{m_i}]", "mesh primitives up to this mesh")
         for p_i, prim in enumerate(prims if isinstance(prims, list) else []):
             if not isinstance(prim, dict):
                 continue
@@ -55,9 +58,19 @@ def check_claims(doc) -> None:
                     for a in attrs.values():
                         use(a)
             use(prim.get("indices"))
-    for skin in doc.array("skins"):
+    skins, meshes = doc.array("skins"), doc.array("meshes")
+    for skin in skins:
         if isinstance(skin, dict):
             use(skin.get("inverseBindMatrices"))
+    joints = 0      # the importer handles each joint once per skinned node and primitive (~70 us each)
+    for n_i, node in enumerate(doc.array("nodes")):
+        s_i, m_i = (node.get("skin"), node.get("mesh")) if isinstance(node, dict) else (None, None)
+        if is_int(s_i) and 0 <= s_i < len(skins) and is_int(m_i) and 0 <= m_i < len(meshes):
+            j = skins[s_i].get("joints") if isinstance(skins[s_i], dict) else None
+            p = meshes[m_i].get("primitives") if isinstance(meshes[m_i], dict) else None
+            joints += (len(j) if isinstance(j, list) else 0) * (len(p) if isinstance(p, list) else 0)
+            if joints > joint_limit:
+                _limit(doc, "skin_joints", joints, f"nodes[{n_i}].skin", "skin joints up to this node")
     channels = 0
     for anim in doc.array("animations"):
         if not isinstance(anim, dict):

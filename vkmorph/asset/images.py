@@ -11,6 +11,7 @@ lazy) and decides from the declared size, before any pixel is decoded:
 * within the budget but wider or taller than ``max_dimension`` (the device's maximum texture size): decoded,
   then reduced (``Image.reduce``, a box filter) before it goes further.
 
+An image file is read only if it is a regular file and at most 4 bytes per pixel of the budget (+1 MiB) long.
 Every failure (unreadable or non-regular file, unknown format, damaged data, decompression bomb, MemoryError)
 raises ``materials.MaterialDataError`` with one short reason; the renderer reports it as the documented material
 warning and renders without that texture.
@@ -48,12 +49,16 @@ def decode_image(data: bytes | None, path: Path | None, max_dimension: int | Non
     """(H, W, 4) uint8 RGBA of the encoded ``data`` (or of the file at ``path``), within the limits above."""
     from PIL import Image, UnidentifiedImageError
 
+    budget = limits.value("image_pixels")
     if data is None:
+        most = 4 * budget + (1 << 20)     # an encoded image within the pixel budget is smaller than its RGBA
         try:
-            data, _ = read_regular(path)
+            data, size = read_regular(path, limit=most)
         except FileProblem as exc:
             raise MaterialDataError(f"cannot read {path}: {exc}") from None
-    budget = limits.value("image_pixels")
+        if size > most:
+            raise MaterialDataError(f"{path} has {size} bytes, more than an image within the pixel limit needs "
+                                    f"({most}; raise it with {limits.LIMITS['image_pixels'].env}=N)")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the budget below decides
