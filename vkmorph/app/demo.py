@@ -43,6 +43,13 @@ SHADOW_SIZE = {"gpu": 1024, "cpu": 512}
 LEGEND_LINE = "red: blend shapes only, blue: skinning only, purple: blend shapes + skinning"
 
 
+def msaa_samples(ctx, wanted: int) -> int:
+    """``wanted`` where the device's attachments support it, else 1 (the renderer's own rule)."""
+    from ..gpu.image import msaa_samples as supported
+
+    return supported(ctx, wanted)
+
+
 def quality(args, device_type: str) -> dict:
     """Window size, MSAA samples and shadow-map size: what the flags say, else what suits the device (a CPU
     device such as lavapipe gets fewer pixels and samples, so the demo stays interactive there)."""
@@ -110,7 +117,8 @@ def run_headless(scene, args) -> int:
     try:
         q = quality(args, ctx.info.device_type)
         w, h = parse_window_size(args.size) if getattr(args, "size", None) else (640, 480)
-        off = OffscreenRenderer(ctx, scene, w, h, samples=q["samples"], shadow_size=q["shadow_size"])
+        off = OffscreenRenderer(ctx, scene, w, h, samples=msaa_samples(ctx, q["samples"]),
+                                shadow_size=q["shadow_size"])
         r = off.renderer
         print_warnings(r)
         driver = SceneDriver(scene, r.runtime.pose, r.skeleton, sine=args.file is None)
@@ -207,7 +215,7 @@ class DemoWindow:
                                              frames_in_flight=FRAMES_IN_FLIGHT)
             # the forward pass renders straight into the swapchain images, in their format
             self.renderer = SceneRenderer(ctx, self.scene, self.presenter.format, vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
-                                          frames_in_flight=FRAMES_IN_FLIGHT, samples=q["samples"],
+                                          frames_in_flight=FRAMES_IN_FLIGHT, samples=msaa_samples(ctx, q["samples"]),
                                           shadow_size=q["shadow_size"])
             self.stats["quality"] = f"MSAA {self.renderer.samples}x, shadow {q['shadow_size']}"
             print(f"vkmorph demo: {ctx.info.name}: MSAA {self.renderer.samples}x, shadow map {q['shadow_size']} "

@@ -64,7 +64,9 @@ def run_render(args) -> int:
         written = []
         try:
             step()
-            off = OffscreenRenderer(ctx, scene, w, h, **({"samples": msaa} if msaa else {}))
+            from ..gpu.image import msaa_samples
+
+            off = OffscreenRenderer(ctx, scene, w, h, **({"samples": msaa_samples(ctx, msaa)} if msaa else {}))
             try:
                 step()
                 r = off.renderer
