@@ -492,7 +492,7 @@ def bake_numpy(model: Model, clip=None, times=None, weights=None, space: str = "
     return Bake(times, positions, normals, space, dict(lay.slices), indices, tangents)
 
 
-class _SparseMorph:
+class SparseMorph:
     """A primitive's deltas as a user would keep them for numpy: per target the moved vertices and their float32
     position / normal / tangent deltas (zero rows dropped)."""
 
@@ -545,7 +545,7 @@ def bake_numpy_fast(model: Model, clip=None, times=None, weights=None, space: st
         morphed = {}
         for k, inst in enumerate(model.instances):
             if inst.prim.morph_targets:
-                sm = cache.get(id(inst.prim)) or cache.setdefault(id(inst.prim), _SparseMorph(inst.prim))
+                sm = cache.get(id(inst.prim)) or cache.setdefault(id(inst.prim), SparseMorph(inst.prim))
                 morphed[k] = sm(W[a, pose.slice_of(inst.node)])
         for f in range(a, b):
             for k, (name, inst) in enumerate(zip(model.names, model.instances)):
