@@ -8,10 +8,9 @@
 ...     bake.export("dance.glb")                      # glTF: morph targets + a weights animation
 
 Every number comes from the same GPU work the renderer does: the morph compute pass of
-`vkmorph.render.morph_pass.MorphRuntime`, then, for skinned primitives, the skinning kernel of
-`vkmorph.render.skin_capture.SkinCapture` (the code of ``skin.vert``). Frames are recorded in batches, many per
-command buffer. ``bake_numpy`` computes the same result with numpy (the reference the tests and the throughput
-measurement compare against).
+`vkmorph.render.morph_pass.MorphRuntime`, then the skinning code of ``skin.vert`` (``glsl/bake.comp``, which
+also applies rigid parts' world matrices). How a bake is batched and read back: `vkmorph.bake`;
+``bake_numpy`` computes the same result with numpy (the reference the tests compare against).
 
 Spaces (``space=``):
 
@@ -27,21 +26,19 @@ Each drawn instance (a node and one primitive of its mesh) is one `Primitive`, n
 from __future__ import annotations
 
 import math
-import time as _time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .bake import Bake, bake_numpy, measure_bake_throughput
 from .errors import UsageError
 
 __all__ = ["Bake", "Model", "Pose", "Primitive", "bake_numpy", "measure_bake_throughput", "open"]
 
 SPACES = ("mesh", "world")
 EXPORT_SUFFIXES = (".glb", ".gltf", ".obj", ".ply")
-_ALIGN = 256                      # >= minStorageBufferOffsetAlignment on every device
-_BATCH_BYTES = 64 << 20           # host-visible output per command buffer
 
 
 @dataclass
@@ -88,34 +85,6 @@ class Pose:
                       np.zeros(1))
 
 
-@dataclass
-class Bake:
-    """A baked clip: ``positions``/``normals`` are (frames, vertices, 3) float32 over every primitive instance
-    concatenated in scene order; ``slices[name]`` is each primitive's vertex range, ``indices[name]`` its
-    triangles (vertex numbers local to the primitive)."""
-
-    times: np.ndarray
-    positions: np.ndarray
-    normals: np.ndarray
-    space: str
-    slices: dict[str, slice] = field(default_factory=dict)
-    indices: dict[str, np.ndarray] = field(default_factory=dict)
-    tangents: np.ndarray | None = None
-
-    def primitive(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(frames, V, 3) positions and normals of one primitive."""
-        if name not in self.slices:
-            raise UsageError(f"no primitive named {name!r}; the bake has {list(self.slices)}")
-        s = self.slices[name]
-        return self.positions[:, s], self.normals[:, s]
-
-    def export(self, path) -> Path:
-        """.glb/.gltf: frame 0 as the mesh, every later frame as a morph target, and an animation that steps
-        through them at ``times`` (any glTF viewer plays it). .obj/.ply: frame 0 only."""
-        return export(path, [(n, self.positions[:, s], self.normals[:, s], self.indices[n])
-                             for n, s in self.slices.items()], self.times)
-
-
 def open(path=None, **kw) -> Model:  # noqa: A001 - the API's entry point is vkmorph.open
     """Open a model file (glTF/GLB/FBX/... through the validated importer); ``None`` opens the default scene.
     Keyword arguments go to `Model`."""
@@ -143,7 +112,7 @@ class Model:
 
         self.progress = progress
         self.messages: list = []  # validation messages seen (kept after close())
-        self.ctx = self.runtime = self._capture = self._bake_cache = None
+        self.ctx = self.runtime = self._bake_cache = None
         with stages(["importing", "Vulkan device", "GPU morph data"], progress, "vkmorph.open") as step:
             self.scene = load_scene(path, allow_external_uris=allow_external_uris)
             step()
@@ -328,53 +297,15 @@ class Model:
             raise UsageError("times must be a list of seconds") from None
         if times.size == 0 or not np.isfinite(times).all():
             raise UsageError("times must be a non-empty list of finite seconds")
-        return _GpuBaker(self, space, skinning).run(c, times, w, batch_frames,
-                                          self.progress if progress is None else progress)
+        from .bake import GpuBaker
 
-    def _bake_resources(self, B, frame_out, frame_pal, out_offs, pal_offs, skin):
-        """Host-visible output/palette buffers for B frames and the skinning descriptor sets that point into
-        them; kept between bakes of the same batch size (pose() calls reuse them)."""
-        from .gpu import memory as M
-        from .render.skin_capture import SkinCapture
-
-        key = (B, frame_out, frame_pal, tuple(skin))
-        if self._bake_cache is not None and self._bake_cache[0] == key:
-            return self._bake_cache[1:]
-        self._free_bake_cache()
-        skinned = [k for k in range(len(self.instances)) if skin[k]]
-        out = M.host_buffer(self.ctx, B * frame_out, M.STORAGE | M.TRANSFER_DST, name="bake output")
-        pal = capture = None
-        sets = {}
-        try:
-            if skinned:
-                pal = M.host_buffer(self.ctx, B * frame_pal, M.STORAGE, name="bake palettes")
-                capture = SkinCapture(self.ctx, max_runs=B * len(skinned))
-                for f in range(B):
-                    for k in skinned:
-                        inst = self.instances[k]
-                        J = len(self.scene.skins[inst.prim.skin].joints)
-                        sets[(f, k)] = capture.make_set(
-                            (inst.vertex_buffer, inst.vertex_offset, inst.vertex_bytes),
-                            (pal, f * frame_pal + pal_offs[k], 64 * J),
-                            (out, f * frame_out + out_offs[k], 48 * inst.prim.vertex_count))
-        except BaseException:
-            for obj in (capture, pal, out):
-                if obj is not None:
-                    obj.destroy()
-            raise
-        self._capture = capture
-        self._bake_cache = (key, out, pal, sets)
-        return out, pal, sets
+        return GpuBaker(self, space, skinning).run(c, times, w, batch_frames,
+                                                  self.progress if progress is None else progress)
 
     def _free_bake_cache(self) -> None:
-        if getattr(self, "_capture", None) is not None:
-            self._capture.destroy()
-            self._capture = None
+        """The bake's GPU resources (vkmorph.bake.BakeResources), kept between bakes of one configuration."""
         if getattr(self, "_bake_cache", None) is not None:
-            _, out, pal, _ = self._bake_cache
-            out.destroy()
-            if pal is not None:
-                pal.destroy()
+            self._bake_cache.destroy()
             self._bake_cache = None
 
     def close(self) -> None:
@@ -393,209 +324,6 @@ class Model:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _align(n: int) -> int:
-    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
-
-
-def _cofactor(m3: np.ndarray) -> np.ndarray:
-    """Cofactor matrices of (..., 3, 3) (= det * inverse-transpose), defined for singular matrices too."""
-    c0, c1, c2 = m3[..., :, 0], m3[..., :, 1], m3[..., :, 2]
-    return np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=-1)
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    length = np.linalg.norm(v, axis=-1, keepdims=True)
-    return np.where(length > 1e-20, v / np.where(length > 1e-20, length, 1.0), 0.0).astype(np.float32)
-
-
-def _to_world(world: np.ndarray, p: np.ndarray, n: np.ndarray, t: np.ndarray):
-    """Positions by the node's world matrix, normals by its cofactor, tangents by its 3x3 (both renormalized).
-    ``world`` is (4, 4) or (F, 4, 4) with (F, V, 3) arrays."""
-    m3 = world[..., :3, :3]
-    tr = world[..., None, :3, 3]
-    return ((p @ np.swapaxes(m3, -1, -2) + tr).astype(np.float32), _unit(n @ np.swapaxes(_cofactor(m3), -1, -2)),
-            _unit(np.asarray(t, np.float64) @ np.swapaxes(m3, -1, -2)))
-
-
-class _GpuBaker:
-    """Records many frames per command buffer: per frame the runtime's version-gated morph pass, then the
-    skinning kernel per skinned instance (into its own output range) or a copy of the morphed vertices."""
-
-    def __init__(self, model: Model, space: str, skinning: bool = True):
-        self.m, self.space = model, space
-        self.skin = [i.prim.is_skinned and skinning for i in model.instances]
-        self.insts = model.instances
-        self.slices, start = {}, 0
-        for name, inst in zip(model.names, self.insts):
-            self.slices[name] = slice(start, start + inst.prim.vertex_count)
-            start += inst.prim.vertex_count
-        self.total = start
-
-    def _layout(self):
-        """Byte offsets of each instance's output (and palette) inside one frame's region."""
-        out, pal, o, q = [], [], 0, 0
-        for inst in self.insts:
-            out.append(o)
-            pal.append(q)
-            if self.skin[len(out) - 1]:
-                o += _align(48 * inst.prim.vertex_count)
-                q += _align(64 * len(self.m.scene.skins[inst.prim.skin].joints))
-            else:
-                o += _align(inst.vertex_bytes)
-        return out, pal, max(o, _ALIGN), max(q, _ALIGN)
-
-    def run(self, clip, times, weights, batch_frames, progress) -> Bake:
-        m, F = self.m, len(times)
-        out_offs, pal_offs, frame_out, frame_pal = self._layout()
-        B = batch_frames or max(1, min(F, 1024, _BATCH_BYTES // frame_out))
-        B = max(1, min(int(B), F))
-        out, pal, sets = m._bake_resources(B, frame_out, frame_pal, out_offs, pal_offs, self.skin)
-        positions = np.empty((F, self.total, 3), np.float32)
-        normals = np.empty((F, self.total, 3), np.float32)
-        tangents = np.empty((F, self.total, 3), np.float32)
-        bar = _progress(F, progress)
-        worlds: list[np.ndarray] = []
-        try:
-            for first in range(0, F, B):
-                n = min(B, F - first)
-                worlds.clear()
-
-                def record(cb, first=first, n=n):
-                    for f in range(n):
-                        m._reset()
-                        m._apply(clip, times[first + f] if clip is not None else None, weights)
-                        worlds.append(m.skeleton.world_matrices().copy())
-                        self._record_frame(cb, f, out, pal, sets, out_offs, pal_offs, frame_out, frame_pal)
-                    _outputs_to_host(cb)
-
-                m.ctx.submit_and_wait(record)
-                self._collect(out, n, first, out_offs, frame_out, worlds, positions, normals, tangents)
-                if bar is not None:
-                    bar.update(n)
-        finally:
-            if bar is not None:
-                bar.close()
-        indices = {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(m.names, self.insts)}
-        return Bake(times, positions, normals, self.space, dict(self.slices), indices, tangents)
-
-    def _record_frame(self, cb, f, out, pal, sets, out_offs, pal_offs, frame_out, frame_pal) -> None:
-        from .gpu import barriers
-        from .gpu.vk import vk
-        from .render.skin_capture import palette_bytes
-
-        m = self.m
-        m.runtime.record(cb)
-        barriers.record(cb, barriers.COMPUTE_TO_COMPUTE)
-        barriers.record(cb, barriers.COMPUTE_TO_TRANSFER)
-        for k, inst in enumerate(self.insts):
-            V = inst.prim.vertex_count
-            if self.skin[k]:
-                mats = palette_bytes(m._matrices(inst, self.space)).reshape(-1).view(np.uint8)
-                o = f * frame_pal + pal_offs[k]
-                pal.mapped[o:o + mats.nbytes] = mats
-                m._capture.record(cb, sets[(f, k)], inst.prim.vertices.dtype, V)
-            else:
-                vk.vkCmdCopyBuffer(cb, inst.vertex_buffer.handle, out.handle, 1, [vk.VkBufferCopy(
-                    srcOffset=inst.vertex_offset, dstOffset=f * frame_out + out_offs[k], size=inst.vertex_bytes)])
-
-    def _collect(self, out, n, first, out_offs, frame_out, worlds, positions, normals, tangents) -> None:
-        """Per instance, all n frames of the batch at once (strided views into the host-visible output)."""
-        frames = out.mapped[:n * frame_out].reshape(n, frame_out)
-        w = np.stack(worlds) if self.space == "world" else None
-        for k, (name, inst) in enumerate(zip(self.m.names, self.insts)):
-            V, s, o = inst.prim.vertex_count, self.slices[name], out_offs[k]
-            if self.skin[k]:
-                vals = np.ascontiguousarray(frames[:, o:o + 48 * V]).view(np.float32).reshape(n, V, 3, 4)
-                p, nrm, tan = vals[..., 0, :3], vals[..., 1, :3], vals[..., 2, :3]
-            else:
-                v = np.ascontiguousarray(frames[:, o:o + inst.vertex_bytes]).view(inst.prim.vertices.dtype)
-                p, nrm, tan = v["position"], v["normal"], v["tangent"][..., :3]
-                if w is not None:
-                    p, nrm, tan = _to_world(w[:, inst.node], p, nrm, tan)
-            positions[first:first + n, s] = p
-            normals[first:first + n, s] = nrm
-            tangents[first:first + n, s] = tan
-
-
-def _outputs_to_host(cb) -> None:
-    """Skinning dispatches and copies of the whole batch are complete and visible to the CPU at the fence."""
-    from .gpu import barriers
-
-    barriers.record(cb, barriers.COMPUTE_AND_TRANSFER_TO_HOST)
-
-
-def _progress(total: int, enabled: bool | None):
-    """A tqdm bar on a terminal (``enabled=None``: only when stderr is a TTY and the job is long)."""
-    if enabled is False or (enabled is None and total < 64):
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="frame", desc="bake", disable=None if enabled is None else not enabled,
-                leave=False)
-
-
-# ---------------------------------------------------------------------- numpy reference and throughput
-def bake_numpy(model: Model, clip=None, times=None, weights=None, space: str = "mesh",
-               skinning: bool = True) -> Bake:
-    """The same bake computed on the CPU with `vkmorph.morph.reference` (morph, then four-bone skinning)."""
-    from .morph.reference import morph_reference, skin_reference
-
-    c = model._check(clip, 0.0 if times is not None else None, space)
-    w = model._check_weights(weights)
-    times = np.zeros(1) if times is None else np.asarray(times, np.float64).reshape(-1)
-    baker = _GpuBaker(model, space, skinning)
-    positions = np.empty((len(times), baker.total, 3), np.float32)
-    normals, tangents = np.empty_like(positions), np.empty_like(positions)
-    pose = model.runtime.pose
-    for f, t in enumerate(times):
-        model._reset()
-        model._apply(c, t if c is not None else None, w)
-        world = model.skeleton.world_matrices()
-        for k, (name, inst) in enumerate(zip(model.names, model.instances)):
-            prim, s, v = inst.prim, baker.slices[name], inst.prim.vertices
-            if prim.morph_targets:
-                p, n, tan = morph_reference(prim, pose.weights(inst.node))
-            else:
-                p, n, tan = v["position"], v["normal"], v["tangent"]
-            if baker.skin[k]:
-                p, n, tan = skin_reference(p, n, tan, v["joints"], v["weights"], model._matrices(inst, space))
-            elif space == "world":
-                p, n, tan = _to_world(world[inst.node], p, n, tan[:, :3])
-            positions[f, s], normals[f, s], tangents[f, s] = p, n, tan[:, :3]
-    indices = {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(model.names, model.instances)}
-    return Bake(times, positions, normals, space, dict(baker.slices), indices, tangents)
-
-
-def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str = "world",
-                            model: Model | None = None) -> dict:
-    """Baking throughput, GPU vs numpy: frames x vertices per second for ``frames`` evenly spaced times of
-    ``clip`` (default: the first clip). Returns a dict (``gpu_vps``, ``numpy_vps``, ``speedup``, ...); used by
-    ``vkmorph bench`` (its bake line) and the tests."""
-    own = model is None
-    m = open(path) if own else model
-    try:
-        c = m.scene.clip(clip) if clip is not None else (m.scene.animations[0] if m.scene.animations else None)
-        times = np.linspace(0.0, c.duration, frames) if c is not None else np.zeros(frames)
-        name = c.name if c is not None else None
-        m.bake(clip=name, times=times[:2], space=space, progress=False)  # warm-up: pipelines, sets
-        t0 = _time.perf_counter()
-        gpu = m.bake(clip=name, times=times, space=space, progress=False)
-        t_gpu = _time.perf_counter() - t0
-        n_np = max(2, min(frames, 16))
-        t0 = _time.perf_counter()
-        ref = bake_numpy(m, clip=name, times=times[:n_np], space=space)
-        t_np = _time.perf_counter() - t0
-        err = float(np.abs(gpu.positions[:n_np] - ref.positions).max()) if gpu.positions.size else 0.0
-        V = gpu.positions.shape[1]
-        return {"file": m.scene.source, "clip": name, "space": space, "frames": frames, "vertices": V,
-                "device": m.ctx.info.name, "gpu_s": t_gpu, "numpy_s_per_frame": t_np / n_np,
-                "gpu_vps": frames * V / t_gpu, "numpy_vps": n_np * V / t_np,
-                "speedup": (frames * V / t_gpu) / (n_np * V / t_np), "max_error": err}
-    finally:
-        if own:
-            m.close()
 
 
 # ---------------------------------------------------------------------- export

@@ -145,6 +145,13 @@ TRANSFER_TO_HOST = _b(
     "transfer write -> host read",  # the copied bytes are visible to the CPU once the fence signals
     S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
     S.VK_PIPELINE_STAGE_HOST_BIT, S.VK_ACCESS_HOST_READ_BIT)
+READBACK_TO_BAKE_WRITES = _b(
+    # Batches in flight (vkmorph/bake.py, two slots): this batch's kernel rewrites the output buffer that the copy
+    # two batches back read, and its copy rewrites that batch's staging; the earlier copy must be done (WAR, WAW)
+    "previous readback -> bake writes",
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_TRANSFER_BIT,
+    S.VK_ACCESS_SHADER_WRITE_BIT | S.VK_ACCESS_TRANSFER_WRITE_BIT)
 
 COPIES_TO_COPIES = _b(
     # bench: each frame's copy (compute kernel or vkCmdCopyBuffer) finishes before the next one rewrites the buffer

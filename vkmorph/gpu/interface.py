@@ -318,6 +318,35 @@ COPY = ShaderInterface(
                        (COMPUTE,)),
     local_size=256)
 
+# bake.comp (vkmorph/bake.py): per (instance, frame) of a batch, its vertices from their source (the morph output
+# or the rest vertices) through the frame's palette or world matrix into three planes (positions, normals,
+# tangents; float32 x 3 each) laid out as the Bake's arrays, so the readback lands with one copy per plane
+BAKE_ITEM = np.dtype([(n, "<u4") for n in ("source_word", "stride_words", "vertex_count", "out_vertex", "mode",
+                                            "matrix", "pad0", "pad1")])
+BAKE_PUSH = np.dtype([(n, "<u4") for n in ("item_first", "frame_first", "frame_count", "frames_per_group",
+                                            "matrices_per_frame", "frame_vertices", "plane_floats")])
+BAKE_COPY, BAKE_RIGID, BAKE_SKINNED = 0, 1, 2       # BAKE_ITEM.mode
+BAKE = ShaderInterface(
+    "bake", ("bake.comp",), "bake: vertices of (instance, frame) through palettes / world matrices into planes",
+    bindings=(Binding("source", 0, STORAGE, (COMPUTE,), "uvec4", "readonly", member="quads", instance="src"),
+              Binding("items", 1, STORAGE, (COMPUTE,), Struct("BakeItem", BAKE_ITEM, "interface.BAKE_ITEM", notes=(
+                  ("source_word", "first word of the instance's vertices in the bound source (a multiple of 4)"),
+                  ("out_vertex", "first vertex of the instance in a frame's concatenated vertices"),
+                  ("mode", "MODE_COPY | MODE_RIGID | MODE_SKINNED"),
+                  ("matrix", "first matrix of the instance in a frame's matrices (palette or world matrix)"))),
+                      "readonly"),
+              Binding("matrices", 2, STORAGE, (COMPUTE,), "mat4", "readonly"),
+              Binding("output", 3, STORAGE, (COMPUTE,), "float", "writeonly", member="values", block="Out",
+                      instance="dst")),
+    push=PushConstants(Struct("Push", BAKE_PUSH, notes=(
+        ("item_first", "workgroup y = item_first + item"),
+        ("frame_first", "frames [frame_first, frame_first + frame_count) of the batch"),
+        ("frames_per_group", "workgroup z covers frames_per_group of them"),
+        ("plane_floats", "floats between the position, normal and tangent planes"))), (COMPUTE,)),
+    local_size=64,
+    constants=(("uint", "MODE_COPY", BAKE_COPY), ("uint", "MODE_RIGID", BAKE_RIGID),
+               ("uint", "MODE_SKINNED", BAKE_SKINNED)))
+
 # ---------------------------------------------------------------------------------------------------- graphics
 SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows with the light's grazing angle)
 _VF = (VERTEX, FRAGMENT)
@@ -437,7 +466,7 @@ STAGE_LINKS: tuple[StageLink, ...] = (SCENE_VARYINGS, SCENE_TARGET, UI_VARYINGS,
 
 INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, MORPH_VERTEX, MORPH_COMPACT_VERTEX, NORMALS,
                                            SKIN_CAPTURE, COPY, SCENE, STATIC_INPUT, SKINNED_INPUT, EXTRA_INPUT, UI,
-                                           UI_INPUT)
+                                           UI_INPUT, BAKE)
 
 
 # ---------------------------------------------------------------------------------------------------- GLSL

@@ -1,0 +1,694 @@
+"""Baking a clip: every frame's deformed vertices, computed on the GPU and read back (``Model.bake``).
+
+How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Python:
+
+1. Poses of a whole batch at once (``vkmorph.anim.pose_batch.PoseBatch``): every node channel sampled at all
+   the batch's times, world matrices of all nodes and frames, skin palettes; the morph weights of every frame
+   as one (frames, slots) array (``frame_weights``).
+2. On the GPU (``glsl/bake.comp``), per batch: one dispatch for every (instance, frame) whose vertices do not
+   morph (their rest vertices, uploaded once, through the frame's palette or world matrix); per run of frames
+   with the same weights, the renderer's version-gated morph pass (``MorphRuntime.record``: nothing when the
+   weights did not move) and one dispatch over the morphing instances for those frames. World transforms of
+   rigid parts are done there too, in float32.
+3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
+   the ``Bake``'s arrays) into a device-local buffer; one ``vkCmdCopyBuffer`` per batch (three regions) brings
+   them to host-visible memory, and the host copies each plane into the result with one memcpy.
+4. Two batch slots (matrices, output, staging, command buffer, fence each): batch k is recorded and submitted,
+   then batch k-1 is waited for and copied out while the GPU runs batch k, then batch k+1 is recorded.
+
+``bake_numpy`` is the reference (float64, per frame through ``AnimationPlayer`` + ``Skeleton`` and the dense
+``vkmorph.morph.reference``): the tests compare the GPU bake with it. ``bake_numpy_fast`` is the baseline a user
+would write: the batched poses, sparse float32 deltas, the morph computed once per run of equal weights, numpy
+skinning; ``measure_bake_throughput`` times the GPU bake against it (and the readback limit: the same bytes
+copied device -> host -> result arrays, nothing computed).
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .api import Model
+
+__all__ = ["Bake", "GpuBaker", "bake_numpy", "bake_numpy_fast", "measure_bake_throughput", "readback_limit"]
+
+_ALIGN = 256                      # >= minStorageBufferOffsetAlignment on every device
+_BATCH_BYTES = 16 << 20           # output bytes per batch (three planes); two batches in flight
+_SLOTS = 2                        # double buffering: record/submit batch k while batch k-1 is copied out
+
+
+@dataclass
+class Bake:
+    """A baked clip: ``positions``/``normals`` are (frames, vertices, 3) float32 over every primitive instance
+    concatenated in scene order; ``slices[name]`` is each primitive's vertex range, ``indices[name]`` its
+    triangles (vertex numbers local to the primitive)."""
+
+    times: np.ndarray
+    positions: np.ndarray
+    normals: np.ndarray
+    space: str
+    slices: dict[str, slice] = field(default_factory=dict)
+    indices: dict[str, np.ndarray] = field(default_factory=dict)
+    tangents: np.ndarray | None = None
+
+    def primitive(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(frames, V, 3) positions and normals of one primitive."""
+        if name not in self.slices:
+            raise UsageError(f"no primitive named {name!r}; the bake has {list(self.slices)}")
+        s = self.slices[name]
+        return self.positions[:, s], self.normals[:, s]
+
+    def export(self, path) -> Path:
+        """.glb/.gltf: frame 0 as the mesh, every later frame as a morph target, and an animation that steps
+        through them at ``times`` (any glTF viewer plays it). .obj/.ply: frame 0 only."""
+        from .api import export
+
+        return export(path, [(n, self.positions[:, s], self.normals[:, s], self.indices[n])
+                             for n, s in self.slices.items()], self.times)
+
+
+def _align(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+# ---------------------------------------------------------------------- poses of a batch (CPU, vectorized)
+def clip_times(clip, times: np.ndarray) -> np.ndarray:
+    """The times a frame samples: clamped to the clip, not looped (as ``Model.pose``)."""
+    return np.clip(np.asarray(times, np.float64), 0.0, clip.duration) if clip is not None else np.zeros(len(times))
+
+
+def frame_weights(model: Model, clip, times: np.ndarray, weights) -> np.ndarray:
+    """(F, len(pose.flat)) float64 morph weights per frame, as ``Model._reset`` + ``Model._apply`` set them: the
+    file's default weights, the clip's weight channels at each time (float32, as the player writes them), then
+    the overrides ({target name: w} on every node with that target, or one list for every morph node)."""
+    from .anim.pose_batch import sample_many
+
+    pose = model.runtime.pose
+    base = np.zeros(len(pose.flat))
+    for node in pose.morph_nodes:
+        sl = pose.slice_of(node)
+        dw = model.scene.nodes[node].default_weights
+        if dw is not None and len(dw) == sl.stop - sl.start:
+            base[sl] = dw
+    W = np.repeat(base[None], len(times), 0)
+    if clip is not None:
+        t = clip_times(clip, times)
+        for ch in clip.morph_channels:
+            if pose.has_targets(ch.node):
+                sl = pose.slice_of(ch.node)
+                w = sample_many(ch.times, ch.values, t, ch.interpolation).astype(np.float32)
+                n = min(sl.stop - sl.start, w.shape[1])
+                W[:, sl.start:sl.start + n] = w[:, :n]
+    if isinstance(weights, dict):
+        for node in pose.morph_nodes:
+            sl = pose.slice_of(node)
+            for k, name in enumerate(model._node_targets(node)):
+                if name in weights:
+                    W[:, sl.start + k] = weights[name]
+    elif weights is not None:
+        for node in pose.morph_nodes:
+            W[:, pose.slice_of(node)] = weights
+    return W
+
+
+def weight_runs(W: np.ndarray) -> list[tuple[int, int]]:
+    """[start, stop) runs of consecutive frames with identical weights (one morph pass serves each run)."""
+    if len(W) == 0:
+        return []
+    cut = np.flatnonzero((W[1:] != W[:-1]).any(axis=1)) + 1
+    edges = [0, *cut.tolist(), len(W)]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+class _Layout:
+    """Which instances bake how: per instance its mode (copy / rigid / skinned), its first matrix in a frame's
+    matrices and its vertex range in a frame; rest (never morphing) instances first, then the morphing ones."""
+
+    def __init__(self, model: Model, space: str, skinning: bool):
+        from .gpu.interface import BAKE_COPY, BAKE_RIGID, BAKE_SKINNED
+
+        self.model, self.space = model, space
+        insts = model.instances
+        self.skin = [i.prim.is_skinned and skinning for i in insts]
+        self.slices, start = {}, 0
+        for name, inst in zip(model.names, insts):
+            self.slices[name] = slice(start, start + inst.prim.vertex_count)
+            start += inst.prim.vertex_count
+        self.total = start
+        self.modes, self.matrix, m = [], [], 0
+        for k, inst in enumerate(insts):
+            self.matrix.append(m)
+            if self.skin[k]:
+                self.modes.append(BAKE_SKINNED)
+                m += len(model.scene.skins[inst.prim.skin].joints)
+            elif space == "world":
+                self.modes.append(BAKE_RIGID)
+                m += 1
+            else:
+                self.modes.append(BAKE_COPY)
+        self.matrices_per_frame = max(m, 1)
+        self.rest = [k for k, i in enumerate(insts) if not i.is_morphing]
+        self.morphing = [k for k, i in enumerate(insts) if i.is_morphing]
+
+    def matrices(self, batch, times: np.ndarray, clip) -> np.ndarray:
+        """(F, matrices_per_frame, 4, 4) float32, math convention (M @ v): palettes and world matrices."""
+        F = len(times)
+        world = batch.world_matrices(*batch.sample(clip, clip_times(clip, times)))
+        out = np.zeros((F, self.matrices_per_frame, 4, 4), np.float32)
+        for k, inst in enumerate(self.model.instances):
+            m = self.matrix[k]
+            if self.skin[k]:
+                mesh_node = inst.node if self.space == "mesh" else None
+                pal = batch.skin_matrices(world, inst.prim.skin, mesh_node)
+                out[:, m:m + pal.shape[1]] = pal
+            elif self.space == "world":
+                out[:, m] = world[:, inst.node]
+        return out
+
+
+# ---------------------------------------------------------------------- the GPU baker
+class _Slot:
+    """One batch in flight: its matrices (host-visible, written before submit), output (device-local, written by
+    bake.comp), staging (host-visible, the batch's one copy lands here), command buffer and fence."""
+
+    def __init__(self, ctx, pipeline, B: int, layout: _Layout, sources: dict, items):
+        from .gpu import memory as M
+        from .gpu.vk import call, vk
+
+        self.ctx = ctx
+        self.plane_bytes = _align(12 * B * layout.total)
+        out_bytes = 3 * self.plane_bytes
+        self.matrices = M.host_buffer(ctx, max(64, B * layout.matrices_per_frame * 64), M.STORAGE,
+                                      name="bake matrices")
+        self.output = M.device_buffer(ctx, None, M.STORAGE | M.TRANSFER_SRC, size=out_bytes, name="bake output")
+        self.staging = M.host_buffer(ctx, out_bytes, M.TRANSFER_DST, name="bake readback")
+        self.sets = {key: pipeline.make_set({"source": buf, "items": items, "matrices": self.matrices,
+                                             "output": self.output}) for key, buf in sources.items()}
+        self.cb = ctx.allocate_command_buffer()
+        self.fence = call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None)
+        self.busy: tuple[int, int, int] | None = None      # (first frame, frames, serial) while in flight
+
+    def destroy(self) -> None:
+        from .gpu.vk import vk
+
+        if self.fence is not None:
+            vk.vkDestroyFence(self.ctx.device, self.fence, None)
+            self.fence = None
+        if self.cb is not None:
+            self.ctx.free_command_buffer(self.cb)
+            self.cb = None
+        for b in (self.staging, self.output, self.matrices):
+            b.destroy()
+
+
+_WORDS = {"position": 0, "normal": 3, "tangent": 6, "joints": 12, "weights": 16}   # where bake.comp reads them
+
+
+def _check_vertex_layout(dtype: np.dtype, word: int) -> None:
+    """bake.comp reads whole uvec4 at fixed word offsets (STATIC_VERTEX / SKINNED_VERTEX); say so if not."""
+    from .asset.model import attribute_offsets_words
+    from .errors import GpuError
+
+    o = attribute_offsets_words(dtype)
+    wrong = [n for n, w in _WORDS.items() if n in o and o[n] != w]
+    if wrong or dtype.itemsize % 16 or word % 4:
+        raise GpuError(f"bake: vertex layout {dtype} (at word {word}) is not the one glsl/bake.comp reads")
+
+
+class BakeResources:
+    """What a model keeps between bakes of one configuration (space, skinning, batch size): the pipeline, the
+    rest vertices and the item table (device-local, uploaded once) and two batch slots. ``destroy()`` frees it
+    (``Model.close`` does)."""
+
+    def __init__(self, model: Model, layout: _Layout, B: int):
+        from .gpu import memory as M
+        from .gpu.interface import BAKE, BAKE_ITEM
+        from .gpu.pipeline import ComputePipeline
+
+        ctx = model.ctx
+        self.key = (layout.space, tuple(layout.skin), B)
+        self.B, self.layout = B, layout
+        self._made: list = []
+        try:
+            insts = model.instances
+            order = layout.rest + layout.morphing
+            items = np.zeros(len(order), BAKE_ITEM)
+            rest_bytes, placed = bytearray(), {}
+            sources: dict = {}
+            self.groups: list[tuple[object, int, int, int]] = []   # (source key, first item, items, max V)
+            for j, k in enumerate(order):
+                inst = insts[k]
+                dtype = inst.prim.vertices.dtype
+                if inst.is_morphing:
+                    key, word = id(inst.vertex_buffer), inst.vertex_offset // 4
+                    sources.setdefault(key, inst.vertex_buffer)
+                else:
+                    key = "rest"
+                    if id(inst.prim) not in placed:            # instances of one mesh share its rest vertices
+                        placed[id(inst.prim)] = len(rest_bytes) // 4
+                        rest_bytes += inst.prim.vertices.tobytes()
+                        rest_bytes += bytes(-len(rest_bytes) % 16)
+                    word = placed[id(inst.prim)]
+                _check_vertex_layout(dtype, word)
+                items[j] = (word, dtype.itemsize // 4, inst.prim.vertex_count, layout.slices[model.names[k]].start,
+                            layout.modes[k], layout.matrix[k], 0, 0)
+                if self.groups and self.groups[-1][0] == key:
+                    g = self.groups[-1]
+                    self.groups[-1] = (key, g[1], g[2] + 1, max(g[3], inst.prim.vertex_count))
+                else:
+                    self.groups.append((key, j, 1, inst.prim.vertex_count))
+            self.rest_groups = [g for g in self.groups if g[0] == "rest"]
+            self.morph_groups = [g for g in self.groups if g[0] != "rest"]
+            if rest_bytes:
+                sources["rest"] = self._own(M.device_buffer(ctx, np.frombuffer(bytes(rest_bytes), np.uint8),
+                                                            M.STORAGE, name="bake rest vertices"))
+            self.items = self._own(M.device_buffer(ctx, items, M.STORAGE, name="bake items"))
+            self.pipeline = self._own(ComputePipeline(ctx, BAKE, max_sets=_SLOTS * max(1, len(sources))))
+            self.slots = [self._own(_Slot(ctx, self.pipeline, B, layout, sources, self.items))
+                          for _ in range(_SLOTS)]
+        except BaseException:
+            self.destroy()
+            raise
+
+    def _own(self, obj):
+        self._made.append(obj)
+        return obj
+
+    def destroy(self) -> None:
+        for obj in reversed(self._made):
+            obj.destroy()
+        self._made.clear()
+
+
+def _shape(cpu: bool, vertex_groups: int, frames: int) -> tuple[int, int]:
+    """(workgroups along x, frames per workgroup) of one bake dispatch. A GPU gets a workgroup per 64 vertices
+    and frame. On a CPU device a workgroup has a fixed cost of its own (lavapipe: ~35 us on this project's 2-core
+    host, measured with an empty kernel: 21,504 workgroups took 0.89 s), so there one workgroup loops over an
+    item's vertices and up to 64 frames (the two worker threads still get several workgroups each)."""
+    if cpu:
+        return 1, min(frames, 64)
+    return vertex_groups, 1
+
+
+def _progress(total: int, enabled: bool | None):
+    """A tqdm bar on a terminal (``enabled=None``: only when stderr is a TTY and the job is long)."""
+    if enabled is False or (enabled is None and total < 64):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="frame", desc="bake", disable=None if enabled is None else not enabled,
+                leave=False)
+
+
+class GpuBaker:
+    """Bakes ``times`` of ``clip`` for a model in batches of B frames, two batches in flight (module docstring)."""
+
+    def __init__(self, model: Model, space: str, skinning: bool = True):
+        self.m, self.space = model, space
+        self.layout = _Layout(model, space, skinning)
+
+    def batch_size(self, frames: int, batch_frames: int | None) -> int:
+        per_frame = max(1, 36 * self.layout.total)
+        B = batch_frames or max(1, min(1024, _BATCH_BYTES // per_frame, math.ceil(frames / _SLOTS)))
+        return max(1, min(int(B), frames))
+
+    def _resources(self, B: int) -> BakeResources:
+        m, key = self.m, (self.space, tuple(self.layout.skin), B)
+        cache = getattr(m, "_bake_cache", None)
+        if isinstance(cache, BakeResources) and cache.key == key:
+            return cache
+        m._free_bake_cache()
+        m._bake_cache = BakeResources(m, self.layout, B)
+        return m._bake_cache
+
+    def run(self, clip, times: np.ndarray, weights, batch_frames: int | None, progress) -> Bake:
+        from .anim.pose_batch import PoseBatch
+
+        m, F, lay = self.m, len(times), self.layout
+        B = self.batch_size(F, batch_frames)
+        res = self._resources(B)
+        batch = PoseBatch(m.scene)
+        W = frame_weights(m, clip, times, weights)
+        out = Bake(times, np.empty((F, lay.total, 3), np.float32), np.empty((F, lay.total, 3), np.float32),
+                   self.space, dict(lay.slices),
+                   {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(m.names, m.instances)},
+                   np.empty((F, lay.total, 3), np.float32))
+        bar = _progress(F, progress)
+        try:
+            for k, first in enumerate(range(0, F, B)):
+                slot = res.slots[k % _SLOTS]
+                if slot.busy is not None:                    # batch k-2 (normally collected already)
+                    self._collect(res, slot, out)
+                n = min(B, F - first)
+                mats = lay.matrices(batch, times[first:first + n], clip)
+                slot.matrices.mapped[:mats.nbytes] = np.ascontiguousarray(mats.transpose(0, 1, 3, 2)).view(np.uint8) \
+                    .reshape(-1)                              # std430 mat4 is column-major
+                self._record(res, slot, W[first:first + n], n)
+                serial = m.ctx.last_serial
+                m.ctx.submit([slot.cb], fence=slot.fence)
+                slot.busy = (first, n, serial)
+                other = res.slots[(k + 1) % _SLOTS]
+                if other.busy is not None:                   # batch k-1, copied out while the GPU runs batch k
+                    bar_n = other.busy[1]
+                    self._collect(res, other, out)
+                    if bar is not None:
+                        bar.update(bar_n)
+            for slot in res.slots:
+                if slot.busy is not None:
+                    bar_n = slot.busy[1]
+                    self._collect(res, slot, out)
+                    if bar is not None:
+                        bar.update(bar_n)
+        except BaseException:
+            for slot in res.slots:                       # leave nothing in flight
+                if slot.busy is not None:
+                    m.ctx.wait_fence(slot.fence)
+                    slot.busy = None
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        # leave the runtime's weights and the model's skeleton at the last frame (Model.pose reads its bounds there)
+        m._reset()
+        m._apply(clip, times[-1] if clip is not None else None, weights)
+        return out
+
+    def _record(self, res: BakeResources, slot: _Slot, W: np.ndarray, n: int) -> None:
+        from .gpu import barriers
+        from .gpu.interface import BAKE_PUSH
+        from .gpu.memory import cffi_pointer
+        from .gpu.vk import vk
+
+        m, cb, pipe = self.m, slot.cb, res.pipeline
+        lay = self.layout
+        push = np.zeros(1, BAKE_PUSH)
+        push["matrices_per_frame"], push["frame_vertices"] = lay.matrices_per_frame, lay.total
+        push["plane_floats"] = slot.plane_bytes // 4
+        vk.vkResetCommandBuffer(cb, 0)
+        m.ctx.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        barriers.record(cb, barriers.READBACK_TO_BAKE_WRITES)
+
+        cpu = m.ctx.info.device_type == "cpu"
+
+        def dispatch(group, frame_first: int, frames: int) -> None:
+            key, item_first, count, max_v = group
+            x, per_group = _shape(cpu, pipe.groups(max_v), frames)
+            pipe.bind(cb, slot.sets[key])
+            push["item_first"], push["frame_first"], push["frame_count"] = item_first, frame_first, frames
+            push["frames_per_group"] = per_group
+            pipe.push(cb, cffi_pointer(push))
+            vk.vkCmdDispatch(cb, x, count, -(-frames // per_group))
+
+        for g in res.rest_groups:                        # every frame of the batch in one dispatch
+            dispatch(g, 0, n)
+        if res.morph_groups:
+            for a, b in weight_runs(W):
+                m.runtime.pose.set_flat(W[a])
+                m.runtime.record(cb, consumer="compute")  # nothing when the weights did not move
+                for g in res.morph_groups:
+                    dispatch(g, a, b - a)
+        barriers.record(cb, barriers.COMPUTE_TO_TRANSFER)
+        size = 12 * n * lay.total
+        vk.vkCmdCopyBuffer(cb, slot.output.handle, slot.staging.handle, 3, [
+            vk.VkBufferCopy(srcOffset=p * slot.plane_bytes, dstOffset=p * slot.plane_bytes, size=size)
+            for p in range(3)])
+        barriers.record(cb, barriers.TRANSFER_TO_HOST)
+        m.ctx.end(cb)
+
+    def _collect(self, res: BakeResources, slot: _Slot, out: Bake) -> None:
+        first, n, serial = slot.busy
+        self.m.ctx.wait_fence(slot.fence)
+        slot.busy = None
+        self.m.ctx.completed(serial)
+        V = self.layout.total
+        for p, dst in enumerate((out.positions, out.normals, out.tangents)):
+            plane = slot.staging.mapped[p * slot.plane_bytes:p * slot.plane_bytes + 12 * n * V]
+            dst[first:first + n] = plane.view(np.float32).reshape(n, V, 3)
+
+
+# ---------------------------------------------------------------------- numpy: the reference and the baseline
+def _cofactor(m3: np.ndarray) -> np.ndarray:
+    """Cofactor matrices of (..., 3, 3) (= det * inverse-transpose), defined for singular matrices too."""
+    c0, c1, c2 = m3[..., :, 0], m3[..., :, 1], m3[..., :, 2]
+    return np.stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)], axis=-1)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    length = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.where(length > 1e-20, v / np.where(length > 1e-20, length, 1.0), 0.0).astype(np.float32)
+
+
+def _to_world(world: np.ndarray, p: np.ndarray, n: np.ndarray, t: np.ndarray):
+    """Positions by the node's world matrix, normals by its cofactor, tangents by its 3x3 (both renormalized).
+    ``world`` is (4, 4) or (F, 4, 4) with (F, V, 3) arrays."""
+    m3 = world[..., :3, :3]
+    tr = world[..., None, :3, 3]
+    return ((p @ np.swapaxes(m3, -1, -2) + tr).astype(np.float32), _unit(n @ np.swapaxes(_cofactor(m3), -1, -2)),
+            _unit(np.asarray(t, np.float64) @ np.swapaxes(m3, -1, -2)))
+
+
+def _bake_arrays(model: Model, times, space: str, skinning: bool):
+    lay = _Layout(model, space, skinning)
+    positions = np.empty((len(times), lay.total, 3), np.float32)
+    return lay, positions, np.empty_like(positions), np.empty_like(positions)
+
+
+def bake_numpy(model: Model, clip=None, times=None, weights=None, space: str = "mesh",
+               skinning: bool = True) -> Bake:
+    """The reference: per frame ``Model._reset`` + ``_apply`` (AnimationPlayer, Skeleton), the dense float64
+    `vkmorph.morph.reference` morph, four-bone skinning, float64 world transforms. Independent of the GPU path's
+    batched poses, weights and layout; slow on purpose (the tests' oracle, not a speed baseline)."""
+    from .morph.reference import morph_reference, skin_reference
+
+    c = model._check(clip, 0.0 if times is not None else None, space)
+    w = model._check_weights(weights)
+    times = np.zeros(1) if times is None else np.asarray(times, np.float64).reshape(-1)
+    lay, positions, normals, tangents = _bake_arrays(model, times, space, skinning)
+    pose = model.runtime.pose
+    for f, t in enumerate(times):
+        model._reset()
+        model._apply(c, t if c is not None else None, w)
+        world = model.skeleton.world_matrices()
+        for k, (name, inst) in enumerate(zip(model.names, model.instances)):
+            prim, s, v = inst.prim, lay.slices[name], inst.prim.vertices
+            if prim.morph_targets:
+                p, n, tan = morph_reference(prim, pose.weights(inst.node))
+            else:
+                p, n, tan = v["position"], v["normal"], v["tangent"]
+            if lay.skin[k]:
+                p, n, tan = skin_reference(p, n, tan, v["joints"], v["weights"], model._matrices(inst, space))
+            elif space == "world":
+                p, n, tan = _to_world(world[inst.node], p, n, tan[:, :3])
+            positions[f, s], normals[f, s], tangents[f, s] = p, n, tan[:, :3]
+    indices = {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(model.names, model.instances)}
+    return Bake(times, positions, normals, space, dict(lay.slices), indices, tangents)
+
+
+class SparseMorph:
+    """A primitive's deltas as a user would keep them for numpy: per target the moved vertices and their float32
+    position / normal / tangent deltas (zero rows dropped)."""
+
+    def __init__(self, prim):
+        v = prim.vertices
+        self.p0, self.n0 = v["position"].astype(np.float32), v["normal"].astype(np.float32)
+        self.t0 = v["tangent"][:, :3].astype(np.float32)
+        self.targets = []
+        for tgt in prim.morph_targets:
+            parts = [np.asarray(d, np.float32) if d is not None else np.zeros_like(self.p0)
+                     for d in (tgt.position_deltas, tgt.normal_deltas, tgt.tangent_deltas)]
+            idx = np.flatnonzero(np.any(np.concatenate(parts, axis=1) != 0, axis=1))
+            self.targets.append((idx, *(d[idx] for d in parts)))
+
+    def __call__(self, w: np.ndarray):
+        p, n, t = self.p0.copy(), self.n0.copy(), self.t0.copy()
+        for k, (idx, dp, dn, dt) in enumerate(self.targets):
+            if k < len(w) and w[k] != 0.0 and len(idx):
+                wk = np.float32(w[k])
+                p[idx] += wk * dp
+                n[idx] += wk * dn
+                t[idx] += wk * dt
+        n = _normalize_or32(n, self.n0)
+        t = _normalize_or32(t - n * np.sum(n * t, axis=1, keepdims=True), self.t0)
+        return p, n, t
+
+
+def _normalize_or32(v: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    len2 = np.sum(v * v, axis=-1, keepdims=True)
+    ok = len2 > 1e-12
+    return np.where(ok, v / np.sqrt(np.where(ok, len2, 1.0)), fallback)
+
+
+def bake_numpy_fast(model: Model, clip=None, times=None, weights=None, space: str = "mesh",
+                    skinning: bool = True, chunk_frames: int = 64) -> Bake:
+    """The numpy baseline a user would write: the batched poses (``PoseBatch``, ``frame_weights``), sparse
+    float32 deltas per target (``SparseMorph``), the morph once per run of frames with equal weights, and
+    skinning / world transforms vectorized over the run's frames (``chunk_frames`` at a time) per instance, in
+    float32. Same results as ``bake_numpy`` within float32 rounding."""
+    from .anim.pose_batch import PoseBatch
+
+    c = model._check(clip, 0.0 if times is not None else None, space)
+    w = model._check_weights(weights)
+    times = np.zeros(1) if times is None else np.asarray(times, np.float64).reshape(-1)
+    lay, positions, normals, tangents = _bake_arrays(model, times, space, skinning)
+    cache = model.__dict__.setdefault("_numpy_morphs", {})
+    mats = lay.matrices(PoseBatch(model.scene), times, c)
+    W = frame_weights(model, c, times, w)
+    pose = model.runtime.pose
+    for a0, b0 in weight_runs(W):
+        morphed = {}
+        for k, inst in enumerate(model.instances):
+            if inst.prim.morph_targets:
+                sm = cache.get(id(inst.prim)) or cache.setdefault(id(inst.prim), SparseMorph(inst.prim))
+                morphed[k] = sm(W[a0, pose.slice_of(inst.node)])
+        for a in range(a0, b0, chunk_frames):
+            b = min(b0, a + chunk_frames)
+            for k, (name, inst) in enumerate(zip(model.names, model.instances)):
+                v, s = inst.prim.vertices, lay.slices[name]
+                p, n, t = morphed[k] if k in morphed else (v["position"], v["normal"], v["tangent"][:, :3])
+                if lay.skin[k]:
+                    J = len(model.scene.skins[inst.prim.skin].joints)
+                    pal = mats[a:b, lay.matrix[k]:lay.matrix[k] + J]                    # (F, J, 4, 4)
+                    wts, jts = v["weights"], v["joints"]
+                    sk = wts[None, :, 0, None, None] * pal[:, jts[:, 0]]                  # (F, V, 4, 4)
+                    for i in range(1, 4):
+                        sk += wts[None, :, i, None, None] * pal[:, jts[:, i]]
+                    r = sk[..., :3, :3]
+                    positions[a:b, s] = (r @ p[..., None])[..., 0] + sk[..., :3, 3]
+                    n2, t2 = (r @ n[..., None])[..., 0], (r @ t[..., None])[..., 0]
+                    normals[a:b, s] = _normalize_or32(n2, np.broadcast_to(n, n2.shape))
+                    tangents[a:b, s] = _normalize_or32(t2, np.broadcast_to(t, t2.shape))
+                elif space == "world":
+                    m4 = mats[a:b, lay.matrix[k]]                                         # (F, 4, 4)
+                    m3 = m4[:, :3, :3]
+                    m3t = m3.transpose(0, 2, 1)
+                    positions[a:b, s] = p @ m3t + m4[:, None, :3, 3]                       # (F, V, 3)
+                    normals[a:b, s] = _unit(n @ _cofactor(m3).transpose(0, 2, 1))
+                    tangents[a:b, s] = _unit(t @ m3t)
+                else:
+                    positions[a:b, s], normals[a:b, s], tangents[a:b, s] = p, n, t
+    indices = {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(model.names, model.instances)}
+    return Bake(times, positions, normals, space, dict(lay.slices), indices, tangents)
+
+
+# ---------------------------------------------------------------------- throughput
+def readback_limit(model: Model, frames: int, *, batch_frames: int | None = None, repeats: int = 5) -> list[float]:
+    """Seconds per repeat of the readback alone for ``frames`` frames of this model: per batch (the bake's batch
+    size and slots) one vkCmdCopyBuffer of the batch's three output planes from a device-local buffer to
+    host-visible memory, the fence, and the host copy of each plane into fresh result arrays, two batches in
+    flight as in the bake. Nothing is computed: the bytes the bake must bring back, at the device's and host's
+    copy speed. ``frames x vertices / seconds`` is the limit a bake can approach."""
+    from .gpu import barriers
+    from .gpu.vk import vk
+
+    baker = GpuBaker(model, "world")
+    B = baker.batch_size(frames, batch_frames)
+    res = baker._resources(B)
+    V = baker.layout.total
+    out = [np.empty((frames, V, 3), np.float32) for _ in range(3)]
+    secs = []
+    for _ in range(repeats + 1):
+        t0 = _time.perf_counter()
+        busy: list = [None] * _SLOTS
+        for k, first in enumerate(range(0, frames, B)):
+            s = k % _SLOTS
+            slot = res.slots[s]
+            if busy[s] is not None:
+                _readback_collect(model, slot, busy[s], out, V)
+            n = min(B, frames - first)
+            cb = slot.cb
+            vk.vkResetCommandBuffer(cb, 0)
+            model.ctx.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+            barriers.record(cb, barriers.READBACK_TO_BAKE_WRITES)
+            vk.vkCmdCopyBuffer(cb, slot.output.handle, slot.staging.handle, 3, [
+                vk.VkBufferCopy(srcOffset=p * slot.plane_bytes, dstOffset=p * slot.plane_bytes, size=12 * n * V)
+                for p in range(3)])
+            barriers.record(cb, barriers.TRANSFER_TO_HOST)
+            model.ctx.end(cb)
+            model.ctx.submit([cb], fence=slot.fence)
+            busy[s] = (first, n)
+            o = (k + 1) % _SLOTS
+            if busy[o] is not None:
+                _readback_collect(model, res.slots[o], busy[o], out, V)
+                busy[o] = None
+        for s in range(_SLOTS):
+            if busy[s] is not None:
+                _readback_collect(model, res.slots[s], busy[s], out, V)
+        secs.append(_time.perf_counter() - t0)
+    return secs[1:]                                        # the first repeat warms up
+
+
+def _readback_collect(model, slot, busy, out, V) -> None:
+    first, n = busy
+    model.ctx.wait_fence(slot.fence)
+    for p, dst in enumerate(out):
+        dst[first:first + n] = slot.staging.mapped[p * slot.plane_bytes:p * slot.plane_bytes + 12 * n * V] \
+            .view(np.float32).reshape(n, V, 3)
+
+
+def _timed(fn, repeats: int) -> tuple[list[float], list[float], object]:
+    """Wall and process-CPU seconds of ``repeats`` calls after one untimed warm-up call; the last result."""
+    result = fn()
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = _time.perf_counter(), _time.process_time()
+        result = fn()
+        wall.append(_time.perf_counter() - t0)
+        cpu.append(_time.process_time() - c0)
+    return wall, cpu, result
+
+
+def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str = "world",
+                            model: Model | None = None, repeats: int = 5) -> dict:
+    """Baking throughput: frames x vertices per second of the GPU bake, of the numpy baseline
+    (``bake_numpy_fast``) and of the readback alone (``readback_limit``), each warmed up and timed ``repeats``
+    times (medians and min-max); the GPU/numpy ratio per repeat pair, the fraction of the readback limit, and
+    the largest difference from the numpy reference ``bake_numpy`` (first frames). Used by ``vkmorph bench``."""
+    from .api import open as open_model
+
+    own = model is None
+    m = open_model(path) if own else model
+    try:
+        c = m.scene.clip(clip) if clip is not None else (m.scene.animations[0] if m.scene.animations else None)
+        times = np.linspace(0.0, c.duration, frames) if c is not None else np.zeros(frames)
+        name = c.name if c is not None else None
+        gw, gc, gpu = _timed(lambda: m.bake(clip=name, times=times, space=space, progress=False), repeats)
+        nw, nc, fast = _timed(lambda: bake_numpy_fast(m, clip=name, times=times, space=space), repeats)
+        limit = readback_limit(m, frames, repeats=repeats)
+        n_ref = max(2, min(frames, 8))
+        ref_times = times[np.linspace(0, frames - 1, n_ref).astype(int)]
+        ref = bake_numpy(m, clip=name, times=ref_times, space=space)
+        pick = np.linspace(0, frames - 1, n_ref).astype(int)
+        err = float(np.abs(gpu.positions[pick] - ref.positions).max()) if gpu.positions.size else 0.0
+        err_n = float(np.abs(gpu.normals[pick] - ref.normals).max()) if gpu.normals.size else 0.0
+        err_fast = float(np.abs(fast.positions[pick] - ref.positions).max()) if fast.positions.size else 0.0
+        V = gpu.positions.shape[1]
+        fv = frames * V
+        ratios = [n / g for g, n in zip(gw, nw)]
+        fractions = [lim / g for g, lim in zip(gw, limit)]
+        med = float(np.median(gw))
+        return {"file": m.scene.source, "clip": name, "space": space, "frames": frames, "vertices": V,
+                "device": m.ctx.info.name, "repeats": repeats,
+                "batch_frames": GpuBaker(m, space).batch_size(frames, None),
+                "weight_runs": len(weight_runs(frame_weights(m, c, times, None))),
+                "gpu_s": med, "gpu_s_min": min(gw), "gpu_s_max": max(gw), "gpu_cpu_s": float(np.median(gc)),
+                "numpy_s": float(np.median(nw)), "numpy_s_min": min(nw), "numpy_s_max": max(nw),
+                "numpy_cpu_s": float(np.median(nc)),
+                "readback_s": float(np.median(limit)), "readback_s_min": min(limit), "readback_s_max": max(limit),
+                "gpu_vps": fv / med, "numpy_vps": fv / float(np.median(nw)),
+                "readback_vps": fv / float(np.median(limit)),
+                "speedup": float(np.median(ratios)), "speedup_min": min(ratios), "speedup_max": max(ratios),
+                "readback_fraction": float(np.median(fractions)), "readback_fraction_min": min(fractions),
+                "readback_fraction_max": max(fractions),
+                "numpy_s_per_frame": float(np.median(nw)) / frames,
+                "max_error": err, "max_normal_error": err_n, "numpy_max_error": err_fast}
+    finally:
+        if own:
+            m.close()
