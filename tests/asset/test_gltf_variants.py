@@ -122,3 +122,23 @@ def test_broken_meshopt_views_are_one_error_naming_the_view(tmp_path, change, me
         _load_scene(path, isolate=False)
     assert str(e.value).startswith(f"file {path}: bufferViews[0].extensions.EXT_meshopt_compression") and \
         message in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("op", ["draco", "quantize"])
+def test_the_decode_check_names_the_accessor_of_a_changed_attribute(op):
+    """gltf_check on an import whose position 3 moved by 1e-3: one error naming the accessor (Draco: against
+    DracoPy's decode; quantize: against vkmorph's dequantization)."""
+    from vkmorph import AssetError
+    from vkmorph.asset.gltf import GltfDocument
+    from vkmorph.asset.gltf_canonical import canonical_glb
+    from vkmorph.asset.gltf_check import check_import
+
+    path = _variant("AnimatedMorphCube", op)
+    scene = _load_scene(path, isolate=False)
+    doc = GltfDocument(path)
+    a_i = doc.json["meshes"][0]["primitives"][0]["attributes"]["POSITION"]
+    check_import(doc, canonical_glb(doc), scene)
+    scene.primitives[0].vertices["position"][3, 1] += 1e-3
+    with pytest.raises(AssetError, match=rf"meshes\[0\]\.primitives\[0\]\.POSITION: vkmorph's decode of "
+                                         rf"accessors\[{a_i}\] and the imported data differ at element 3"):
+        check_import(doc, canonical_glb(doc), scene)

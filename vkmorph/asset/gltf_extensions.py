@@ -26,7 +26,8 @@ EXTENSIONS = {
     "KHR_mesh_quantization": Extension(SUPPORTED, "integer attributes and morph deltas decoded to float by "
                                                   "vkmorph before import"),
     "EXT_meshopt_compression": Extension(SUPPORTED, "buffer views decoded with meshoptimizer before import"),
-    "KHR_draco_mesh_compression": Extension(SUPPORTED, "meshes decoded by Assimp's Draco decoder"),
+    "KHR_draco_mesh_compression": Extension(SUPPORTED, "meshes decoded by Assimp's Draco decoder, checked "
+                                                             "against DracoPy's decode"),
     "EXT_mesh_gpu_instancing": Extension(SUPPORTED, "each instance imported as a node of its own (drawn; a "
                                                     "morphing mesh's instances keep the file's default weights)"),
     "KHR_materials_emissive_strength": Extension(SUPPORTED, "emissive factor scaled by the strength"),
