@@ -37,40 +37,44 @@ void writeVertex(uint o, vec3 p, vec3 n, vec3 t) {
 
 // Grid-stride over the item's vertices (x) and a run of frames per workgroup (z): on a GPU the host dispatches
 // one workgroup per 64 vertices and frame; on a CPU device (lavapipe), where each workgroup costs tens of
-// microseconds of its own, one workgroup per item and run of frames (vkmorph/bake.py _shape). The mode is the
-// item's (uniform in a workgroup) and a rigid part's matrices are formed once per frame, not per vertex.
+// microseconds of its own, one workgroup per item and run of frames (vkmorph/bake.py _shape). A thread reads its
+// vertex once and writes it for every frame of the run: on lavapipe a copy-only run of the rest parts went from
+// 0.136 to 0.050 s per 64 frames so; with the transforms the two orders were equal within this host's noise
+// (0.15-0.23 s; the transform and the matrix gathers dominate there). The mode is the item's, uniform in a
+// workgroup. Tried and slower on lavapipe: staging the outputs in shared memory to write whole words per thread
+// (barriers: 3.5x slower), one output float per thread (2x), the cofactor formed on the host (an extra gather).
 void main() {
     BakeItem it = items[pc.itemFirst + gl_WorkGroupID.y];
     uint f0 = pc.frameFirst + gl_WorkGroupID.z * pc.framesPerGroup;
     uint f1 = min(f0 + pc.framesPerGroup, pc.frameFirst + pc.frameCount);
     uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     uint quads = it.strideWords / 4;
-    for (uint frame = f0; frame < f1; ++frame) {
-        uint m = frame * pc.matricesPerFrame + it.matrix;
-        uint out0 = 3 * (frame * pc.frameVertices + it.outVertex);
-        vec3 p, n, t;
+    for (uint v = gl_GlobalInvocationID.x; v < it.vertexCount; v += step) {
+        uint base = it.sourceWord / 4 + v * quads;
+        vec3 p0, n0, t0;
+        readVertex(base, p0, n0, t0);
+        uint out0 = 3 * (it.outVertex + v);
         if (it.mode == MODE_SKINNED) {
-            for (uint v = gl_GlobalInvocationID.x; v < it.vertexCount; v += step) {
-                uint base = it.sourceWord / 4 + v * quads;
-                readVertex(base, p, n, t);
-                uvec4 j = src.quads[base + 3] + m;
-                vec4 w = uintBitsToFloat(src.quads[base + 4]);
-                mat4 skin = blendJoints(matrices[j.x], matrices[j.y], matrices[j.z], matrices[j.w], w);
+            uvec4 j = src.quads[base + 3] + it.matrix;
+            vec4 w = uintBitsToFloat(src.quads[base + 4]);
+            for (uint frame = f0; frame < f1; ++frame) {
+                uint m = frame * pc.matricesPerFrame;
+                mat4 skin = blendJoints(matrices[j.x + m], matrices[j.y + m], matrices[j.z + m], matrices[j.w + m], w);
+                vec3 p = p0, n = n0, t = t0;
                 skinVertex(skin, p, n, t);
-                writeVertex(out0 + 3 * v, p, n, t);
+                writeVertex(out0 + 3 * frame * pc.frameVertices, p, n, t);
             }
         } else if (it.mode == MODE_RIGID) {
-            mat4 world = matrices[m];
-            mat3 a = mat3(world);
-            mat3 cofactor = mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(a[0], a[1]));
-            for (uint v = gl_GlobalInvocationID.x; v < it.vertexCount; v += step) {
-                readVertex(it.sourceWord / 4 + v * quads, p, n, t);
-                writeVertex(out0 + 3 * v, (world * vec4(p, 1.0)).xyz, unitOrZero(cofactor * n), unitOrZero(a * t));
+            for (uint frame = f0; frame < f1; ++frame) {
+                mat4 world = matrices[frame * pc.matricesPerFrame + it.matrix];
+                mat3 a = mat3(world);
+                mat3 cofactor = mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(a[0], a[1]));
+                writeVertex(out0 + 3 * frame * pc.frameVertices, (world * vec4(p0, 1.0)).xyz,
+                            unitOrZero(cofactor * n0), unitOrZero(a * t0));
             }
         } else {
-            for (uint v = gl_GlobalInvocationID.x; v < it.vertexCount; v += step) {
-                readVertex(it.sourceWord / 4 + v * quads, p, n, t);
-                writeVertex(out0 + 3 * v, p, n, t);
+            for (uint frame = f0; frame < f1; ++frame) {
+                writeVertex(out0 + 3 * frame * pc.frameVertices, p0, n0, t0);
             }
         }
     }

@@ -922,9 +922,12 @@ def run_bench(args) -> int:
         timer = WindowTimer(ctx)
         say = print if bar is None else bar.write
         driver = driver_string(ctx)
-        say(f"device: {ctx.info.name} (Vulkan {ctx.info.api_version}, driver {driver})")
+        load = os.getloadavg()[0]
+        say(f"device: {ctx.info.name} (Vulkan {ctx.info.api_version}, driver {driver}); host {platform.node()}, "
+            f"{os.cpu_count()} CPUs, load average {load:.1f}")
         report = {"device": ctx.info.name, "api": ctx.info.api_version, "driver": driver,
-                  "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"), "byte_model": BYTE_MODEL,
+                  "host": platform.node(), "cpus": os.cpu_count(), "load_before": load,
+                  "date": time.strftime("%Y-%m-%d %H:%M"), "byte_model": BYTE_MODEL,
                   "tries": tries, "rows": [], "cpu_per_frame": [], "characters": []}
         if only is None:
             _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, counts, heads, say, bar)
@@ -932,6 +935,8 @@ def run_bench(args) -> int:
         say(slots_line(slots))
         say(f"  consumer: {slots['consumer']}; {slots['overlap']}")
         report["slots"] = slots
+        report["load_after"] = os.getloadavg()[0]
+        say(f"load average at the end {report['load_after']:.1f}")
         if bar is not None:
             bar.update(1)
             bar.close()
@@ -1116,6 +1121,10 @@ def goals(report: dict) -> list[tuple[str, bool | None, str]]:
 def markdown(report: dict) -> str:
     c = report.get("ceilings", {})
     out = [f"# vkmorph bench, {report['date']}, {report['device']} (driver {report['driver']})\n"]
+    if "load_before" in report:
+        out += [f"Host {report.get('host', '?')}, {report.get('cpus', '?')} CPUs, load average "
+                f"{report['load_before']:.1f} at the start, {report.get('load_after', float('nan')):.1f} at the "
+                "end.", ""]
     if report["rows"]:
         out += [f"Byte model: {report.get('byte_model', BYTE_MODEL)}. `floor us` = the (format) floor's bytes at "
                 f"the copy bandwidth measured in the same window; `fraction` = floor / morph time, median of "
