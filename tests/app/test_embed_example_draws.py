@@ -52,3 +52,24 @@ def test_embed_example_draws_what_vkmorph_render_draws(tmp_path, pose):
     assert (a.argmax(-1)[both] == b.argmax(-1)[both]).mean() >= 0.98
     for channel in (0, 2):                                   # red and blue (purple: both) meshes are there
         assert ((a.argmax(-1) == channel) & ma).sum() > 500
+
+
+SHARED = ["SimpleMorph/SimpleMorph.gltf", "AnimatedMorphCube/AnimatedMorphCube.gltf",
+          "MorphPrimitivesTest/MorphPrimitivesTest.gltf", "SimpleSkin/SimpleSkin.gltf",
+          "RobotExpressive/RobotExpressive.glb", "FBX_huesitos/huesitos.fbx"]
+
+
+@pytest.mark.parametrize("model", SHARED)
+def test_embed_example_draws_every_kind_of_model(tmp_path, model):
+    """Static, morphing, multi-primitive, skinned, FBX: each drawn under the validation layer, covering a part of
+    the image where vkmorph render's model is (its camera), not an empty frame."""
+    from tests.helpers import asset
+
+    path = asset(*model.split("/"))
+    ours = tmp_path / "embed.png"
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "embed_example.py"), str(path), "--png", ours,
+                        "--size", "160x120"], capture_output=True, text=True, cwd=ROOT, timeout=900,
+                       env={**os.environ, "VKMORPH_VALIDATION": "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    covered = (_rgb(ours).max(axis=-1) > 8).mean()
+    assert 0.005 < covered < 0.9, covered

@@ -77,6 +77,7 @@ def run_render(args) -> int:
                     player.loop = bool(frames)
                 paths = frame_paths(args.out, frames)
                 t0 = time.perf_counter()
+                rendering = 0.0                   # seconds in off.render(): pose upload, passes, readback
                 for i, path in enumerate(paths):
                     t = args.time + i / fps
                     if player is not None:
@@ -86,7 +87,9 @@ def run_render(args) -> int:
                     if i == 0:
                         r.frame_camera()
                         apply_camera(r, camera, fov)
+                    t1 = time.perf_counter()
                     rgba = off.render()
+                    rendering += time.perf_counter() - t1
                     if i == 0:
                         for line in off.warnings:  # bad material data: rendered without it, exit status stays 0
                             print(f"vkmorph: warning: {line}", file=sys.stderr)
@@ -102,8 +105,9 @@ def run_render(args) -> int:
     if ctx.errors_and_warnings():
         return 3
     if frames:
-        print(f"wrote {len(written)} frames {written[0]} .. {written[-1]} ({w}x{h}); "
-              f"{spent / len(written) * 1000:.1f} ms per frame with the PNG writes, on {ctx.info.name}")
+        print(f"wrote {len(written)} frames {written[0]} .. {written[-1]} ({w}x{h}); per frame "
+              f"{rendering / len(written) * 1000:.1f} ms rendering, {spent / len(written) * 1000:.1f} ms with the "
+              f"PNG write, on {ctx.info.name}")
     else:
         print(f"wrote {args.out} ({w}x{h})")
     return 0
