@@ -1,9 +1,11 @@
 """The bake's figures on their own: ``vkmorph.bake.measure_bake_throughput`` (GPU bake, numpy baseline, readback
 alone; warm-up + median of N each, min-max) on RobotExpressive's first clip, with the machine it ran on.
 
-    python bench/bake.py [--frames 256] [--repeats 5] [--json OUT.json]
+    python bench/bake.py [--frames 256] [--repeats 5] [--json OUT.json] [--file MODEL]
 
-The same measurement is the bake line of ``vkmorph bench`` (64 frames with --quick, 256 without).
+The same measurement is the bake line of ``vkmorph bench`` (64 frames with --quick, 256 without). RobotExpressive's
+clips keep their weights constant (one morph pass per bake); ``--file`` with a model whose clip animates weights
+(tests/assets/AnimatedMorphCube) times the per-frame morph path.
 """
 import argparse
 import json
@@ -24,8 +26,9 @@ def main():
     ap.add_argument("--frames", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--file", help="another model (default: RobotExpressive)")
     a = ap.parse_args()
-    path = find_model(BAKE_MODEL)
+    path = Path(a.file) if a.file else find_model(BAKE_MODEL)
     if path is None:
         sys.exit(f"{BAKE_MODEL} not found (set VKMORPH_ASSETS)")
     load = os.getloadavg()

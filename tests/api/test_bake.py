@@ -80,3 +80,29 @@ def test_throughput_reports_gpu_numpy_readback_with_spread(model):
     assert r["speedup_min"] <= r["speedup"] <= r["speedup_max"]
     assert r["readback_fraction_min"] <= r["readback_fraction"] <= r["readback_fraction_max"]
     assert r["max_error"] < 2e-5 and r["numpy_max_error"] < 2e-5 and r["gpu_cpu_s"] > 0
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_bake_resources_are_kept_per_configuration_and_released(model):
+    before = sorted(model.ctx.live_children)
+    model.bake(clip="Dance", times=np.linspace(0, 1, 5), space="world")
+    kept = model._bake_cache
+    model.bake(clip="Dance", times=np.linspace(0, 2, 5), space="world")
+    assert model._bake_cache is kept                          # same space, skinning, batch size: reused
+    model.bake(clip="Dance", times=np.linspace(0, 2, 5), space="mesh")
+    assert model._bake_cache is not kept
+    assert sorted(model.ctx.live_children) != before
+    model._free_bake_cache()
+    assert sorted(model.ctx.live_children) == before
+
+
+def test_progress_bar_only_when_asked_or_long_on_a_terminal():
+    from vkmorph.bake import _progress
+
+    assert _progress(1000, False) is None and _progress(10, None) is None
+    bar = _progress(1000, True)
+    assert bar is not None and bar.total == 1000 and not bar.disable
+    bar.close()
+    quiet = _progress(1000, None)             # pytest's stderr is no TTY: tqdm disables itself
+    assert quiet is not None and quiet.disable
+    quiet.close()

@@ -15,5 +15,5 @@ def test_api_reference_builds_clean(tmp_path):
 
 
 def test_a_broken_reference_is_reported(monkeypatch):
-    monkeypatch.setattr(vkmorph.api.bake_numpy, "__doc__", "See `vkmorph.api.no_such_thing`.")
-    assert "vkmorph.api.bake_numpy: `vkmorph.api.no_such_thing`" in docs.broken_references()
+    monkeypatch.setattr(vkmorph.api.open, "__doc__", "See `vkmorph.api.no_such_thing`.")
+    assert "vkmorph.api.open: `vkmorph.api.no_such_thing`" in docs.broken_references()

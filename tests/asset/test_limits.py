@@ -126,7 +126,8 @@ def test_readme_lists_every_limit_with_its_default_and_variable():
     from tests.helpers import ROOT
 
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Untrusted files"):text.index("## Benchmarks")]
+    start = text.index("## Untrusted files")
+    section = text[start:text.index("\n## ", start + 1)]   # up to the next top-level section
     rows = {r.split("|")[1].strip(): r.split("|")[2:4] for r in section.splitlines() if r.startswith("| ")}
     for lim in limits.LIMITS.values():
         assert lim.name in rows, lim.name

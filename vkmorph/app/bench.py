@@ -1206,9 +1206,9 @@ def _roofline_tables(report: dict) -> list[str]:
             "heads per 16.6 ms | fraction | copy GB/s (same window) |", "|---|---|---|---|---|---|"]
     for c in report["characters"]:
         frac = f"{c['roofline_fraction']:.2f}" if "roofline_fraction" in c else ""
-        gbps = f"{c['copy_gbps']:.0f}" if "copy_gbps" in c else ""
+        copy = gbps(c["copy_gbps"]) if "copy_gbps" in c else ""
         out.append(f"| {c['format']} | {c['heads']} | {c['gpu_us_per_head']:.2f} | {c['heads_per_16_6_ms']:,} | "
-                   f"{frac} | {gbps} |")
+                   f"{frac} | {copy} |")
     out += ["", "| goal | met | numbers |", "|---|---|---|"]
     for g, met, numbers in goals(report):
         out.append(f"| {g} | {'yes' if met else 'no'} | {numbers} |")
