@@ -14,7 +14,7 @@ from tests.api.gltf_validator import errors, validate
 from tests.helpers import asset
 from tests.helpers import vkmorph as cli
 from tests.render.gltf_gen import GltfBuilder, cube
-from tests.render.scenes import CHANNEL_TOL, MATCH_FRACTION, MEAN_TOL, TRILINEAR, orange_texture
+from tests.render.scenes import CHANNEL_TOL, MATCH_FRACTION, MEAN_TOL, TRILINEAR, obj_textured_cube, orange_texture
 
 pytestmark = pytest.mark.gpu
 
@@ -113,12 +113,43 @@ def test_posed_glb_validates_keeps_materials_and_renders_like_the_source(rig, tm
     with vkmorph.open(rig, validation=True) as m:
         pose = m.pose(clip="Wave", time=0.6)
         pose.export(tmp_path / "pose.glb")
+        pose.export(tmp_path / "pose.gltf")        # one self-contained JSON file: buffer and image as data URIs
     assert not m.messages
     assert_valid(tmp_path / "pose.glb")
+    assert_valid(tmp_path / "pose.gltf")
     assert_looks_like(tmp_path / "pose.glb", rig)
+    assert_looks_like(tmp_path / "pose.gltf", rig)
     src = render(rig, tmp_path / "src.png", "--clip", "Wave", "--time", "0.6")
     out = render(tmp_path / "pose.glb", tmp_path / "out.png")
     assert_same_image(out, src, "posed export")
+
+
+def test_textured_obj_source_exports_its_texture_file(tmp_path):
+    """A source whose texture is a file next to it (OBJ + MTL through Assimp): the .glb embeds the image."""
+    src = obj_textured_cube(tmp_path)
+    with vkmorph.open(src, validation=True) as m:
+        m.pose().export(tmp_path / "cube.glb")
+    assert not m.messages
+    assert_valid(tmp_path / "cube.glb")
+    a, b = vkmorph.load_scene(tmp_path / "cube.glb"), vkmorph.load_scene(src)
+    np.testing.assert_array_equal(a.primitives[0].vertices["texcoord"], b.primitives[0].vertices["texcoord"])
+    np.testing.assert_array_equal(a.primitives[0].material.base_color_texture.image.decode(),
+                                  b.primitives[0].material.base_color_texture.image.decode())
+    assert_same_image(render(tmp_path / "cube.glb", tmp_path / "out.png"), render(src, tmp_path / "src.png"),
+                      "OBJ source exported as .glb")
+
+
+def test_texture_transform_round_trips():
+    from vkmorph.asset.materials import texture_transform
+    from vkmorph.export import _texture_transform
+
+    assert _texture_transform((1.0, 0.0, 0.0, 0.0, 1.0, 0.0)) is None
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        tt = {"offset": rng.uniform(-2, 2, 2).tolist(), "rotation": float(rng.uniform(-3, 3)),
+              "scale": rng.uniform(0.2, 3, 2).tolist()}
+        back = _texture_transform(texture_transform(tt))
+        np.testing.assert_allclose(texture_transform(back), texture_transform(tt), atol=1e-12)
 
 
 def test_baked_glb_plays_the_bake_at_its_frame_times(rig, tmp_path):
