@@ -238,5 +238,11 @@ def test_models_share_one_context(ctx, tmp_path):
         vkmorph.open(path, ctx=ctx, validation=True)
     with pytest.raises(vkmorph.UsageError, match="must be a vkmorph.gpu.context.Context"):
         vkmorph.open(path, ctx=object())
+    from vkmorph.gpu.context import Context
+
+    dead = Context.create(validation=False)
+    dead.destroy()
+    with pytest.raises(vkmorph.UsageError, match="was destroyed"):
+        vkmorph.open(path, ctx=dead)
     with pytest.raises(TypeError):
         vkmorph.api.Model(path, ctx)                # options are keyword-only
