@@ -145,6 +145,16 @@ class _Writer:
         return len(self.accessors) - 1
 
 
+def _unit_normals(n) -> np.ndarray:
+    """Normals as glTF requires them (unit length): renormalized in float64; a zero or non-finite one (a part
+    collapsed by a zero scale, which `Model.pose` reports as zero normals) becomes +Z, on triangles of no area."""
+    n = np.asarray(n, np.float64)
+    length = np.linalg.norm(n, axis=-1, keepdims=True)
+    ok = np.isfinite(length) & (length > 1e-12)
+    out = np.where(ok, n / np.where(ok, length, 1.0), np.array([0.0, 0.0, 1.0]))
+    return out.astype(np.float32)
+
+
 def _unit_tangents(t: np.ndarray | None) -> bool:
     if t is None or not len(t) or not np.isfinite(t).all():
         return False
@@ -163,7 +173,7 @@ def _gltf_document(prims, times: np.ndarray, source: ExportSource | None):
     materials = _Materials(g) if source is not None else None
 
     def primitive(k: int, pr) -> object:
-        pos, nrm, idx = np.asarray(pr[1], np.float32), np.asarray(pr[2], np.float32), pr[3]
+        pos, nrm, idx = np.asarray(pr[1], np.float32), _unit_normals(pr[2]), pr[3]
         attrs = gl.Attributes(POSITION=g.add(pos[0], gl.ARRAY_BUFFER, gl.VEC3, F32, True),
                               NORMAL=g.add(nrm[0], gl.ARRAY_BUFFER, gl.VEC3, F32))
         material = None

@@ -246,3 +246,14 @@ def test_models_share_one_context(ctx, tmp_path):
         vkmorph.open(path, ctx=dead)
     with pytest.raises(TypeError):
         vkmorph.api.Model(path, ctx)                # options are keyword-only
+
+
+def test_zero_normals_of_a_collapsed_part_still_validate(tmp_path):
+    """A node scaled to zero gives zero normals (Model.pose's documented behaviour); glTF needs unit normals."""
+    from vkmorph.export import export
+
+    pos = np.array([[[0, 0, 0], [1, 0, 0], [0, 1, 0]]] * 2, np.float32)
+    nrm = np.zeros_like(pos)
+    nrm[:, 0] = (0, 0, 2)                         # one not unit, two zero
+    export(tmp_path / "z.glb", [("part", pos, nrm, np.array([0, 1, 2], np.uint32))], [0.0, 1.0])
+    assert_valid(tmp_path / "z.glb")
