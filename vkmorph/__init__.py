@@ -23,11 +23,11 @@ def load_scene(path=None, **options):
 
 
 def open(path=None, **kw):  # noqa: A001 - vkmorph.open is the API's entry point, like io.open
-    """Open a model for posing and baking on the GPU: returns a `vkmorph.api.Model` (close it, or use ``with``).
+    """Open a model for posing and baking on the GPU: returns a `vkmorph.model.Model` (close it, or use ``with``).
 
     >>> with vkmorph.open("robot.glb") as m:
     ...     pose = m.pose(weights={"Surprised": 1.0}, clip="Dance", time=1.2)
     """
-    from .api import Model
+    from .model import Model
 
     return Model(path, **kw)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import time as _time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,7 +35,7 @@ import numpy as np
 from .errors import UsageError
 
 if TYPE_CHECKING:
-    from .api import Model
+    from .model import Model
 
 __all__ = ["Bake", "GpuBaker", "bake_numpy", "bake_numpy_fast", "measure_bake_throughput", "readback_limit"]
 
@@ -58,6 +57,7 @@ class Bake:
     slices: dict[str, slice] = field(default_factory=dict)
     indices: dict[str, np.ndarray] = field(default_factory=dict)
     tangents: np.ndarray | None = None
+    source: object = None        # vkmorph.export.ExportSource (set by Model.bake): nodes, materials, UVs, colours
 
     def primitive(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(frames, V, 3) positions and normals of one primitive."""
@@ -66,13 +66,16 @@ class Bake:
         s = self.slices[name]
         return self.positions[:, s], self.normals[:, s]
 
-    def export(self, path) -> Path:
+    def export(self, path):
         """.glb/.gltf: frame 0 as the mesh, every later frame as a morph target, and an animation that steps
-        through them at ``times`` (any glTF viewer plays it). .obj/.ply: frame 0 only."""
-        from .api import export
+        through them at ``times`` (any glTF viewer plays it), with the source's nodes, materials, textures, UVs
+        and colours. .obj/.ply: one file per frame (``NAME_0000.obj`` ...; the list of paths), or the file
+        itself for one frame. See `vkmorph.export`."""
+        from .export import export
 
-        return export(path, [(n, self.positions[:, s], self.normals[:, s], self.indices[n])
-                             for n, s in self.slices.items()], self.times)
+        return export(path, [(n, self.positions[:, s], self.normals[:, s], self.indices[n],
+                              None if self.tangents is None else self.tangents[:, s])
+                             for n, s in self.slices.items()], self.times, self.source)
 
 
 def _align(n: int) -> int:
@@ -651,7 +654,7 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
     (``bake_numpy_fast``) and of the readback alone (``readback_limit``), each warmed up and timed ``repeats``
     times (medians and min-max); the GPU/numpy ratio per repeat pair, the fraction of the readback limit, and
     the largest difference from the numpy reference ``bake_numpy`` (first frames). Used by ``vkmorph bench``."""
-    from .api import open as open_model
+    from .model import open as open_model
 
     own = model is None
     m = open_model(path) if own else model

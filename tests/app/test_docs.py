@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import vkmorph.api
+import vkmorph.model
 from vkmorph.app import docs
 
 
@@ -15,5 +16,5 @@ def test_api_reference_builds_clean(tmp_path):
 
 
 def test_a_broken_reference_is_reported(monkeypatch):
-    monkeypatch.setattr(vkmorph.api.open, "__doc__", "See `vkmorph.api.no_such_thing`.")
-    assert "vkmorph.api.open: `vkmorph.api.no_such_thing`" in docs.broken_references()
+    monkeypatch.setattr(vkmorph.model.Model.pose, "__doc__", "See `vkmorph.api.no_such_thing`.")
+    assert "vkmorph.model.Model.pose: `vkmorph.api.no_such_thing`" in docs.broken_references()

@@ -48,7 +48,7 @@ def run_render(args) -> int:
         raise UsageError(f"--fps must be a positive number, got {fps}")
     camera, fov = parse_camera(getattr(args, "camera", None)), check_fov(getattr(args, "fov", None))
     msaa = check_msaa(getattr(args, "msaa", None))
-    from .progress import stages
+    from ..progress import stages
 
     with stages(["importing", "Vulkan device", "GPU data and pipelines", "rendering"], desc="vkmorph render") as step:
         scene = load_scene(args.file, allow_external_uris=external_uris(args))

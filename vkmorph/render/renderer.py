@@ -208,6 +208,7 @@ class SceneRenderer:
             raise UsageError(f"SceneRenderer(frames_in_flight={frames_in_flight}) needs a runtime with "
                              f"{frames_in_flight} output slots (or 1), got MorphRuntime(slots={runtime.slots})")
         self._owns_runtime = runtime is None
+        self._last_serial = 0           # borrowed contexts: the serial of the last frame recorded (destroy)
         self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene, slots=frames_in_flight)
         # the runtime's output slot of each frame slot
         self.output_slots = [k if self.runtime.slots > 1 else 0 for k in range(frames_in_flight)]
@@ -498,6 +499,8 @@ class SceneRenderer:
             after_morph(cb)
         self._shadow_pass(cb, slot)
         self._forward_pass(cb, slot, framebuffer, width, height)
+        if not self.ctx.owned:   # the draws need a serial the host reports, even when the morph pass skipped
+            self._last_serial = counters.serial or self.ctx.next_serial()
         return counters
 
     def _shadow_pass(self, cb, slot: int) -> None:
@@ -557,9 +560,21 @@ class SceneRenderer:
             vk.vkCmdDrawIndexed(cb, it.index_count, 1, 0, 0, 0)
 
     def destroy(self) -> None:
-        """Everything this renderer created, in reverse creation order; then the runtime if it made it."""
-        while self._owned:
-            self._owned.pop().destroy()
-        if self._owns_runtime and self.runtime is not None:
-            self.runtime.destroy()
-            self.runtime = None
+        """Everything this renderer created, in reverse creation order; then the runtime if it made it. On a
+        borrowed context, through its retirement: what the last recorded frame uses stays alive until the host
+        reports that frame's serial complete (``ctx.completed``), as ``MorphRuntime.destroy`` does; a runtime
+        it made goes with it (its buffers are drawn by that frame even when its own last recording is older)."""
+        owned, self._owned = self._owned, []
+        runtime = self.runtime if self._owns_runtime else None
+        self.runtime = None if self._owns_runtime else self.runtime
+
+        def release() -> None:
+            while owned:
+                owned.pop().destroy()
+            if runtime is not None:
+                runtime.destroy()
+
+        if self.ctx.owned:
+            release()
+        else:
+            self.ctx.retire("scene renderer", release, self._last_serial)
