@@ -229,7 +229,11 @@ CHUNK_STRUCT = Struct("Chunk", CHUNK_HEADER, f"{_GPU_DATA}.CHUNK_HEADER", (
 BLOCK_STRUCT = Struct("Block", BLOCK_ENTRY, f"{_GPU_DATA}.BLOCK_ENTRY", (
     ("slot", "weight slot"), ("first_delta", "index of the block's first delta")))
 
-MORPH_PUSH = np.dtype([("first_chunk", "<u4")])
+# first_instance / instance_slots / instance_vec4: crowds (MorphRuntime(instances=N)): workgroup row y of a
+# dispatch morphs instance first_instance + y, whose weight slots start at (first_instance + y) * instance_slots
+# and whose output at (first_instance + y) * instance_vec4 vec4s; one instance: all zero.
+MORPH_PUSH = np.dtype([("first_chunk", "<u4"), ("first_instance", "<u4"), ("instance_slots", "<u4"),
+                       ("instance_vec4", "<u4")])
 NORMALS_PUSH = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4")])
 SKIN_CAPTURE_PUSH = np.dtype([(n, "<u4") for n in ("vertex_count", "stride_words", "position_offset",
                                                    "normal_offset", "tangent_offset", "joints_offset",
@@ -277,7 +281,10 @@ def _morph(name: str, shader: str, compact: bool, vertex_lists: bool) -> ShaderI
                   Binding("base", 6, STORAGE, c, "vec4", "readonly"),         # 3 per vertex: its first 48 bytes
                   Binding("output", 7, STORAGE, c, "vec4", "writeonly", member="outVec4")) + delta,
         push=PushConstants(Struct("Push", MORPH_PUSH, notes=(
-            ("first_chunk", "chunk of workgroup 0 of this dispatch"),)), c),
+            ("first_chunk", "chunk of workgroup 0 of this dispatch"),
+            ("first_instance", "instance of workgroup row 0 (gl_WorkGroupID.y) of this dispatch"),
+            ("instance_slots", "weight slots (and active bits) per instance, a multiple of 32"),
+            ("instance_vec4", "output vec4s per instance"))), c),
         local_size=CHUNK,
         constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON), ("uint", "CHUNK", CHUNK)))
 
