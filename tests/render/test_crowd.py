@@ -145,3 +145,25 @@ def test_play_vectorized_matches_per_instance_sampling():
         assert np.allclose(crowd.weights[i], p.flat, atol=1e-6)
         assert np.allclose(crowd.world_matrices()[i], sk.world_matrices(), atol=1e-9)
     assert crowd.play(scene.animations[0], t) == 0     # the same times: nothing changes, nothing stamped
+
+
+def test_replicated_upload_and_one_submission_per_build(ctx, monkeypatch):
+    from vkmorph.gpu import memory as M
+
+    data = np.arange(37, dtype=np.uint32)
+    buf = M.device_buffer(ctx, None, M.STORAGE, size=data.nbytes * 5 + 8, name="replicated")
+    try:
+        M.upload_replicated(ctx, buf, data, 5, offset=8)     # 1 -> 2 -> 4 -> 5 copies
+        got = M.readback(ctx, buf, np.uint32, count=37 * 5, offset=8)
+        assert np.array_equal(got, np.tile(data, 5))
+    finally:
+        buf.destroy()
+    submits = []
+    real = ctx.submit
+    monkeypatch.setattr(ctx, "submit", lambda *a, **k: (submits.append(1), real(*a, **k))[1])
+    with MorphRuntime(ctx, crowd_scene(np.random.default_rng(1)), instances=50, slots=2) as rt:
+        assert len(submits) == 1              # every buffer of the build in one submission
+        inst = rt.morphing[0]
+        for slot, i in ((0, 0), (1, 49), (1, 17)):   # every slot and instance starts as the file's vertices
+            out = rt.read_vertices(inst, slot=slot, instance=i)
+            assert np.array_equal(out.view(np.uint8), inst.prim.vertices.view(np.uint8))

@@ -228,11 +228,24 @@ class CrowdState:
         only instances that moved since the last call are recomputed."""
         rows = self.stale_rows(self._world_applied)
         if len(rows):
-            local = [a[rows] for a in self._local]
-            world = self._batch.world_matrices(*local)
-            self._world[rows] = self._transform[rows][:, None] @ world
+            fresh, moved = self._split_fresh(rows)
+            if len(fresh):        # never changed: the rest pose under an identity transform, computed once
+                self._world[fresh] = self._rest_world()
+            if len(moved):
+                world = self._batch.world_matrices(*(a[moved] for a in self._local))
+                self._world[moved] = self._transform[moved][:, None] @ world
             self._world_applied[rows] = self._skeleton_versions[rows]
         return _read_only(self._world)
+
+    def _split_fresh(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rows never changed since creation, the others): building a crowd costs one pose, not N."""
+        zero = self._skeleton_versions[rows] == 0
+        return rows[zero], rows[~zero]
+
+    def _rest_world(self) -> np.ndarray:
+        if not hasattr(self, "_rest_world_cache"):
+            self._rest_world_cache = self._batch.world_matrices(*(a[:1] for a in self._rest))[0]
+        return self._rest_world_cache
 
     def skin_matrices(self, skin: int) -> np.ndarray:
         """(instances, joints, 4, 4) float32 palettes (joint world x inverse bind: world space, the instance's
@@ -247,7 +260,11 @@ class CrowdState:
         if len(rows):
             world = self.world_matrices()
             s = self.scene.skins[skin]
-            pal[rows] = world[rows][:, s.joints] @ s.inverse_bind_matrices
+            fresh, moved = self._split_fresh(rows)
+            if len(fresh):        # never changed: one palette of the rest pose for all of them
+                pal[fresh] = self._rest_world()[s.joints] @ s.inverse_bind_matrices
+            if len(moved):
+                pal[moved] = world[moved][:, s.joints] @ s.inverse_bind_matrices
             applied[rows] = self._skeleton_versions[rows]
         return _read_only(pal)
 

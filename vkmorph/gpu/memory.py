@@ -6,8 +6,10 @@ scene with hundreds of characters stays far below maxMemoryAllocationCount (4096
 ``ctx.allocator.stats()`` reports the counts. Host-visible blocks are mapped once; a host buffer's ``mapped``
 is its slice of the block's mapping.
 
-Uploads go through ``Context.queue_upload``: an owned context submits and waits at once; a borrowed one records
-the copy into the host's next command buffer and frees the staging buffer when the host reports completion.
+Uploads go through ``Context.queue_upload``: an owned context submits and waits at once (inside
+``ctx.batched_uploads()``: all of them in one submission at its end); a borrowed one records the copy into the
+host's next command buffer and frees the staging buffer when the host reports completion. ``upload_replicated``
+fills a buffer with N copies of one array from one staging copy (doubling GPU copies: log2 N commands).
 """
 
 from __future__ import annotations
@@ -223,15 +225,30 @@ def host_buffer(ctx: Context, size: int, usage: int, name: str = "host buffer") 
 def upload(ctx: Context, dst: Buffer, data: np.ndarray, offset: int = 0) -> None:
     """Copy ``data`` into ``dst`` at ``offset`` through a staging buffer: at once on owned contexts (submits and
     waits), in the host's next command buffer on borrowed ones (see Context.queue_upload)."""
+    upload_replicated(ctx, dst, data, 1, offset)
+
+
+def upload_replicated(ctx: Context, dst: Buffer, data: np.ndarray, count: int, offset: int = 0) -> None:
+    """``count`` consecutive copies of ``data`` into ``dst`` from ``offset`` on, through ONE staging copy: the first
+    copy comes from staging, the rest by doubling buffer-to-buffer copies (1 -> 2 -> 4 ...), so the host writes
+    and the staging memory stay those of one copy whatever ``count`` is."""
     raw = _as_bytes(data)
-    staging = host_buffer(ctx, raw.nbytes, TRANSFER_SRC, name=f"staging for {dst.name}")
+    n = raw.nbytes
+    staging = host_buffer(ctx, n, TRANSFER_SRC, name=f"staging for {dst.name}")
     staging.mapped[:] = raw
+    standalone = ctx.owned and not ctx.batching_uploads   # else record_pending adds one barrier after all copies
 
     def record(cb):
-        vk.vkCmdCopyBuffer(cb, staging.handle, dst.handle, 1,
-                           [vk.VkBufferCopy(srcOffset=0, dstOffset=offset, size=raw.nbytes)])
-        if ctx.owned:
-            barriers.record(cb, barriers.TRANSFER_TO_ALL)  # borrowed: record_pending adds one barrier after all copies
+        vk.vkCmdCopyBuffer(cb, staging.handle, dst.handle, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=offset, size=n)])
+        done = 1
+        while done < count:
+            k = min(done, count - done)
+            barriers.record(cb, barriers.REPLICATE_COPIES)
+            vk.vkCmdCopyBuffer(cb, dst.handle, dst.handle, 1, [vk.VkBufferCopy(
+                srcOffset=offset, dstOffset=offset + done * n, size=k * n)])
+            done += k
+        if standalone:
+            barriers.record(cb, barriers.TRANSFER_TO_ALL)
 
     ctx.queue_upload(record, dst.name, staging.destroy, target=dst)
 

@@ -233,8 +233,10 @@ class MorphBatch:
         # output slot k (frames in flight) starts at k * slot_stride; instance i of it i * instance_stride later
         self.instance_stride = out_bytes
         self.slot_stride = out_bytes * self.copies
-        self.output = self._own(M.device_buffer(ctx, np.tile(staging, self.slots * self.copies),
-                                                M.STORAGE | M.VERTEX, name="morph output vertices"))
+        # every slot and instance starts as the file's vertices: one staging copy, replicated on the GPU
+        self.output = self._own(M.device_buffer(ctx, None, M.STORAGE | M.VERTEX, size=self.slots * self.slot_stride,
+                                                name="morph output vertices"))
+        M.upload_replicated(ctx, self.output, staging, self.slots * self.copies)
         # per-vertex kernel: bit s of the active-bit words = weight slot s is non-zero (+ a spare word it may read)
         self.active_bits = np.zeros((total_slots + 31) // 32 + 1 if lists else 0, np.uint32)
         if lists:

@@ -153,7 +153,8 @@ class MorphRuntime:
             names.setdefault(n.name, []).append(i)
         self._names = names
         try:
-            self._build()
+            with ctx.batched_uploads():     # owned contexts: one submission for every buffer of the build
+                self._build()
         except BaseException:
             self._release()
             raise
