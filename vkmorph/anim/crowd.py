@@ -59,6 +59,7 @@ class CrowdState:
         self._world = np.zeros((N, len(scene.nodes), 4, 4))
         self._world_applied = np.full(N, -1, np.int64)
         self._palettes: dict[int, np.ndarray] = {}
+        self._skin_alias: dict[tuple[bytes, bytes], int] = {}
         self._palette_applied: dict[int, np.ndarray] = {}
 
     # ------------------------------------------------------------------ reading (no side effects)
@@ -249,7 +250,11 @@ class CrowdState:
 
     def skin_matrices(self, skin: int) -> np.ndarray:
         """(instances, joints, 4, 4) float32 palettes (joint world x inverse bind: world space, the instance's
-        transform included), read-only; recomputed only for instances that moved."""
+        transform included), read-only; recomputed only for instances that moved. Skins with the same joints
+        and inverse binds (a glTF exporter writes one per mesh of a character) share one array."""
+        s = self.scene.skins[skin]
+        key = (np.asarray(s.joints).tobytes(), np.asarray(s.inverse_bind_matrices).tobytes())
+        skin = self._skin_alias.setdefault(key, skin)
         pal = self._palettes.get(skin)
         if pal is None:
             J = len(self.scene.skins[skin].joints)
@@ -264,7 +269,7 @@ class CrowdState:
             if len(fresh):        # never changed: one palette of the rest pose for all of them
                 pal[fresh] = self._rest_world()[s.joints] @ s.inverse_bind_matrices
             if len(moved):
-                pal[moved] = world[moved][:, s.joints] @ s.inverse_bind_matrices
+                pal[moved] = world[np.ix_(moved, s.joints)] @ s.inverse_bind_matrices
             applied[rows] = self._skeleton_versions[rows]
         return _read_only(pal)
 

@@ -140,14 +140,17 @@ class MorphBatch:
     each primitive at its own aligned offset of one STORAGE | VERTEX buffer (it starts as the full vertices)."""
 
     def __init__(self, ctx: Context, instances: Sequence[PrimitiveInstance], pose: SceneMorphPose, *,
-                 delta_format: str = "full", slots: int = 1, kernel: str = "auto", copies: int = 1):
+                 delta_format: str = "full", slots: int = 1, kernel: str = "auto",
+                 copies: int | None = None):
         if delta_format not in DELTA_FORMATS:
             raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
         if kernel not in KERNELS:
             raise UsageError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.ctx, self.pose, self.delta_format, self.slots = ctx, pose, delta_format, int(slots)
         self.kernel_choice = kernel
-        self.copies = int(copies)   # crowd instances: each its own weights and output range, all else shared
+        # crowds (an int): instances, each with its own weights and output range, all else shared; None: one
+        self.crowd_layout = copies is not None
+        self.copies = 1 if copies is None else int(copies)
         self.instances = list(instances)
         self.pipeline: ComputePipeline | None = None
         self._owner = Owner(ctx, "morph batch")
@@ -205,8 +208,8 @@ class MorphBatch:
         # crowds: instance i's weight slots start at i * instance_slots (a multiple of 32, so its active-bit words
         # are its own); one instance keeps the plain layout (instance_slots unused: the push field stays 0)
         self.slot_count = slot
-        self.instance_slots = (slot + 31) // 32 * 32 if self.copies > 1 else 0
-        total_slots = self.copies * self.instance_slots if self.copies > 1 else slot
+        self.instance_slots = max(32, (slot + 31) // 32 * 32) if self.crowd_layout else 0
+        total_slots = self.copies * self.instance_slots if self.crowd_layout else slot
         self.gpu_weights = np.zeros(total_slots, np.float32)
         staging = np.zeros(out_bytes, np.uint8)
         for inst, off in zip(self.instances, self.ranges["vertex_offset"]):

@@ -105,7 +105,7 @@ class MorphRuntime:
     ``weight_range``: allowed weights (None: the file's, at least [0, 1]; the conservative bounds follow it);
     ``clamp``: clamp weights outside it with a warning instead of raising ``UsageError``.
     ``kernel``: "auto" (the device and the batch's block fill pick), "workgroup" or "per-vertex".
-    ``instances``: N > 1 makes a crowd: N instances of the scene sharing its base vertices, deltas, index
+    ``instances``: N (>= 1) makes a crowd: N instances of the scene sharing its base vertices, deltas, index
     buffers, pipeline and descriptor sets, each with its own weights, skeleton pose, transform and morph output
     range (``rt.crowd``, an ``anim/crowd.CrowdState``; ``rt.crowd[i].set_weights(node, w)``); ``record`` then
     uploads and dispatches only the instances whose weights moved (one dispatch per run of consecutive ones)
@@ -114,7 +114,7 @@ class MorphRuntime:
 
     def __init__(self, ctx: Context, scene: SceneAsset, *, weight_range: tuple[float, float] | None = None,
                  delta_format: str = "full", slots: int = 1, clamp: bool = False, kernel: str = "auto",
-                 instances: int = 1):
+                 instances: int | None = None):
         if not isinstance(ctx, Context):
             raise UsageError(f"MorphRuntime needs a vkmorph Context (Context.create or Context.from_external), "
                              f"got {type(ctx).__name__}")
@@ -131,7 +131,7 @@ class MorphRuntime:
         self.kernel = kernel
         self.state = SceneState(scene, weight_range=weight_range, clamp=clamp)   # None: the file's range
         # a crowd: the instances' state; rt.state stays the template (names, range, rules, instance defaults)
-        self.crowd = CrowdState(scene, instances, self.pose) if instances != 1 else None
+        self.crowd = CrowdState(scene, instances, self.pose) if instances is not None else None
         self.instance_count = 1 if self.crowd is None else self.crowd.count
         self._crowd_draws: list[CrowdDrawList] = []
         self.batch: MorphBatch | None = None
@@ -194,7 +194,7 @@ class MorphRuntime:
         if self.morphing:
             self.batch = self._owner.own(MorphBatch(ctx, self.morphing, self.pose, delta_format=self.delta_format,
                                                     slots=self.slots, kernel=self.kernel,
-                                                    copies=self.instance_count))
+                                                    copies=None if self.crowd is None else self.crowd.count))
             self.gpu_bytes = self.batch.gpu_bytes
             for inst, r in zip(self.morphing, self.batch.ranges):
                 inst.vertex_buffer = self.batch.output

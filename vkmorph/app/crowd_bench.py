@@ -1,0 +1,162 @@
+"""The benchmark's crowd section: N instances of RobotExpressive in one ``MorphRuntime(instances=N)``, every
+instance changing its weights and its pose every frame (each at its own clip time and speed), against a frame
+where nothing changed.
+
+Per N: build time; per frame the CPU of animation (``CrowdState.play`` + ``set_all_weights``: vectorized
+sampling over instances), palettes and model matrices (``crowd_draws().refresh()``) and ``record()``, each as
+thread CPU time with wall time beside it (median of the frames); GPU ms of the morph pass (timestamps around
+the recorded frame, one frame per submission); memory per instance (GPU: its morph outputs and weight slots;
+CPU: its state). Only the morph pass exists for crowds so far: skinning, shadow and forward passes of crowds
+are not measured here (the vertex-shader path draws them per instance; nothing records that yet).
+
+``python -m vkmorph.app.crowd_bench [--quick] [--json OUT] [--markdown OUT]`` runs it alone;
+``vkmorph bench --only crowd`` likewise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+MODEL = "RobotExpressive"
+COUNTS, COUNTS_QUICK = (1, 100, 1000, 10000), (1, 100, 1000)
+
+
+def _timed(fn):
+    c0, w0 = time.thread_time(), time.perf_counter()
+    out = fn()
+    return out, 1e3 * (time.thread_time() - c0), 1e3 * (time.perf_counter() - w0)
+
+
+def crowd_costs(ctx, timer, counts=COUNTS, frames: int = 8) -> list[dict]:
+    from .. import load_scene
+    from .bench import find_model
+
+    path = find_model(MODEL)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    clip = max(scene.animations, key=lambda c: len(c.node_channels)) if scene.animations else None
+    return [_crowd_row(ctx, timer, scene, clip, N, frames) for N in counts]
+
+
+def _crowd_row(ctx, timer, scene, clip, N: int, frames: int) -> dict:
+    from ..render.morph_pass import MorphRuntime
+
+    rng = np.random.default_rng(N)
+    rt, build_cpu, build_wall = _timed(lambda: MorphRuntime(ctx, scene, instances=N))
+    try:
+        crowd = rt.crowd
+        duration = clip.duration if clip else 1.0
+        phase = rng.random(N) * duration
+        speed = 0.8 + 0.4 * rng.random(N)
+        base_w = rng.random(crowd.weights.shape)
+        lo, hi = rt.pose.weight_range
+        stats: dict[str, list[float]] = {}
+
+        def frame(f: int, changing: bool):
+            ft = f if changing else 0
+            t = (phase + speed * ft / 30.0) % duration
+            w = lo + (hi - lo) * base_w * (0.5 + 0.5 * np.sin(0.3 * ft + 6.0 * base_w))
+            if changing:      # unchanged frames: the host changes nothing (its clips paused)
+                _, cpu_a, wall_a = _timed(lambda: (crowd.play(clip, t), crowd.set_all_weights(w)))
+            else:
+                cpu_a = wall_a = 0.0
+            _, cpu_p, wall_p = _timed(lambda: rt.crowd_draws(0))
+            rec = {}
+
+            def seg(cb):
+                rec["c"], rec["cpu"], rec["wall"] = _timed(lambda: rt.record(cb))
+            gpu_ms = timer.run([seg], 1)[0]
+            key = "changed" if changing else "unchanged"
+            for name, v in (("anim_cpu", cpu_a), ("anim_wall", wall_a), ("palette_cpu", cpu_p),
+                            ("palette_wall", wall_p), ("record_cpu", rec["cpu"]), ("record_wall", rec["wall"]),
+                            ("gpu", gpu_ms), ("instances_dispatched", rec["c"].instances_dispatched)):
+                stats.setdefault(f"{key}_{name}", []).append(v)
+
+        for f in range(frames + 1):   # the first leaves the rest pose (dropped below)
+            frame(f, True)
+        for _ in range(frames + 1):   # nothing changed (the first of them still records the last change)
+            frame(0, False)
+        b = rt.batch
+        row = {"instances": N, "build_cpu_ms": build_cpu, "build_wall_ms": build_wall,
+               "gpu_bytes_per_instance": b.instance_stride * rt.slots
+               + 4 * b.weight_words * b.instance_slots + b.instance_slots // 8,
+               "palette_bytes_per_instance": int(sum(p[0].nbytes for p in crowd._palettes.values())),
+               "cpu_state_bytes_per_instance": int(crowd._weights[0].nbytes + sum(a[0].nbytes for a in crowd._local)
+                                                   + crowd._transform[0].nbytes + crowd._world[0].nbytes),
+               "frames": frames}
+        for k, v in stats.items():
+            row[k] = float(np.median(v[1:]))
+        return row
+    finally:
+        rt.destroy()
+        ctx.wait_idle()
+
+
+def crowd_line(c: dict) -> str:
+    return (f"crowd {c['instances']:>6,}: changing {c['changed_anim_cpu']:.2f} + {c['changed_palette_cpu']:.2f} + "
+            f"{c['changed_record_cpu']:.2f} ms CPU (anim + palettes + record; wall {c['changed_anim_wall']:.2f} + "
+            f"{c['changed_palette_wall']:.2f} + {c['changed_record_wall']:.2f}), GPU morph {c['changed_gpu']:.3f} ms; "
+            f"unchanged {c['unchanged_anim_cpu'] + c['unchanged_palette_cpu'] + c['unchanged_record_cpu']:.3f} ms "
+            f"CPU; build {c['build_wall_ms']:.0f} ms wall ({c['build_cpu_ms']:.0f} CPU); per instance "
+            f"{c['gpu_bytes_per_instance'] / 1024:.1f} KiB GPU + {c['palette_bytes_per_instance'] / 1024:.1f} KiB "
+            f"palette")
+
+
+def crowd_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    out = [f"Crowds ({MODEL} x N in one runtime, every instance changing weights and pose every frame; median of "
+           f"{rows[0]['frames']} frames; CPU = thread CPU time, wall in brackets):", "",
+           "| instances | anim ms | palettes ms | record ms | GPU morph ms | unchanged frame ms (CPU) | "
+           "instances dispatched | build ms wall (CPU) | GPU KiB / instance | palette KiB / instance |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in rows:
+        unchanged = c["unchanged_anim_cpu"] + c["unchanged_palette_cpu"] + c["unchanged_record_cpu"]
+        out.append(f"| {c['instances']:,} | {c['changed_anim_cpu']:.2f} ({c['changed_anim_wall']:.2f}) | "
+                   f"{c['changed_palette_cpu']:.2f} ({c['changed_palette_wall']:.2f}) | "
+                   f"{c['changed_record_cpu']:.3f} ({c['changed_record_wall']:.3f}) | {c['changed_gpu']:.3f} | "
+                   f"{unchanged:.3f} | {c['changed_instances_dispatched']:.0f} / "
+                   f"{c['unchanged_instances_dispatched']:.0f} | {c['build_wall_ms']:.0f} ({c['build_cpu_ms']:.0f}) | "
+                   f"{c['gpu_bytes_per_instance'] / 1024:.1f} | {c['palette_bytes_per_instance'] / 1024:.1f} |")
+    return out
+
+
+def main(argv=None) -> int:
+    from ..gpu.context import Context
+    from .bench import WindowTimer, driver_string
+
+    ap = argparse.ArgumentParser(prog="python -m vkmorph.app.crowd_bench")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    args = ap.parse_args(argv)
+    ctx = Context.create(echo_messages=True)
+    try:
+        timer = WindowTimer(ctx)
+        report = {"device": ctx.info.name, "driver": driver_string(ctx), "date": time.strftime("%Y-%m-%d %H:%M"),
+                  "crowd": []}
+        for N in (COUNTS_QUICK if args.quick else COUNTS):
+            rows = crowd_costs(ctx, timer, (N,))
+            report["crowd"] += rows
+            for c in rows:
+                print(crowd_line(c), flush=True)
+        timer.destroy()
+    finally:
+        ctx.destroy()
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2)
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write("\n".join([f"# vkmorph crowd bench, {report['date']}, {report['device']} "
+                                f"(driver {report['driver']})", ""] + crowd_markdown(report["crowd"])) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
