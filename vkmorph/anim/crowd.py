@@ -28,7 +28,7 @@ import numpy as np
 from ..asset.model import AnimationClip, SceneAsset
 from ..errors import UsageError
 from ..morph.state import SceneMorphPose
-from .pose_batch import PoseBatch, sample_many
+from .pose_batch import PoseBatch, sample_many, trs_matrices
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -56,7 +56,8 @@ class CrowdState:
         self.version = 0
         self._weight_versions = np.zeros(N, np.int64)
         self._skeleton_versions = np.zeros(N, np.int64)
-        self._world = np.zeros((N, len(scene.nodes), 4, 4))
+        # node-major (nodes, instances, 4, 4): a hierarchy level gathers its parents as whole contiguous rows
+        self._world = np.zeros((len(scene.nodes), N, 4, 4))
         self._world_applied = np.full(N, -1, np.int64)
         self._palettes: dict[int, np.ndarray] = {}
         self._skin_alias: dict[tuple[bytes, bytes], int] = {}
@@ -225,18 +226,33 @@ class CrowdState:
         return np.flatnonzero(self._skeleton_versions != applied)
 
     def world_matrices(self) -> np.ndarray:
-        """(instances, nodes, 4, 4) float64 world matrices (instance transform x the node's world), read-only;
-        only instances that moved since the last call are recomputed."""
+        """(instances, nodes, 4, 4) float64 world matrices (instance transform x the node's world), a read-only
+        view (node-major underneath); only instances that moved since the last call are recomputed."""
         rows = self.stale_rows(self._world_applied)
         if len(rows):
             fresh, moved = self._split_fresh(rows)
             if len(fresh):        # never changed: the rest pose under an identity transform, computed once
-                self._world[fresh] = self._rest_world()
+                self._world[:, fresh] = self._rest_world()[:, None]
             if len(moved):
-                world = self._batch.world_matrices(*(a[moved] for a in self._local))
-                self._world[moved] = self._transform[moved][:, None] @ world
+                self._world[:, self._index(moved)] = self._moved_world(moved)
             self._world_applied[rows] = self._skeleton_versions[rows]
-        return _read_only(self._world)
+        return _read_only(self._world.transpose(1, 0, 2, 3))
+
+    def _moved_world(self, moved: np.ndarray) -> np.ndarray:
+        """(nodes, moved, 4, 4): the instance transform enters at the roots (one product per root, not per
+        node), then one batched product per hierarchy level, parents gathered as contiguous node rows."""
+        b = self._batch
+        sel = self._index(moved)
+        world = trs_matrices(*(np.ascontiguousarray(a[sel].transpose(1, 0, 2)) for a in self._local))
+        roots = b.levels[0]
+        world[roots] = self._transform[sel][None] @ world[roots]
+        for level in b.levels[1:]:
+            world[level] = world[b.parent[level]] @ world[level]
+        return world
+
+    def _index(self, rows: np.ndarray):
+        """``rows`` as an index: a slice when it is every instance (the all-changing crowd: no gather/scatter)."""
+        return slice(None) if len(rows) == self.count else rows
 
     def _split_fresh(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(rows never changed since creation, the others): building a crowd costs one pose, not N."""
@@ -263,13 +279,16 @@ class CrowdState:
         applied = self._palette_applied[skin]
         rows = self.stale_rows(applied)
         if len(rows):
-            world = self.world_matrices()
+            self.world_matrices()
             s = self.scene.skins[skin]
             fresh, moved = self._split_fresh(rows)
             if len(fresh):        # never changed: one palette of the rest pose for all of them
                 pal[fresh] = self._rest_world()[s.joints] @ s.inverse_bind_matrices
             if len(moved):
-                pal[moved] = world[np.ix_(moved, s.joints)] @ s.inverse_bind_matrices
+                sel = self._index(moved)
+                joint_world = self._world[s.joints][:, sel] if isinstance(sel, slice) else \
+                    self._world[np.ix_(s.joints, moved)]                       # (joints, moved, 4, 4)
+                pal[sel] = (joint_world @ s.inverse_bind_matrices[:, None]).transpose(1, 0, 2, 3)
             applied[rows] = self._skeleton_versions[rows]
         return _read_only(pal)
 

@@ -87,7 +87,7 @@ def _crowd_row(ctx, timer, scene, clip, N: int, frames: int) -> dict:
                + 4 * b.weight_words * b.instance_slots + b.instance_slots // 8,
                "palette_bytes_per_instance": int(sum(p[0].nbytes for p in crowd._palettes.values())),
                "cpu_state_bytes_per_instance": int(crowd._weights[0].nbytes + sum(a[0].nbytes for a in crowd._local)
-                                                   + crowd._transform[0].nbytes + crowd._world[0].nbytes),
+                                                   + crowd._transform[0].nbytes + crowd._world[:, 0].nbytes),
                "frames": frames}
         for k, v in stats.items():
             row[k] = float(np.median(v[1:]))
