@@ -1,8 +1,9 @@
 """Buffers and memory: device-local buffers with staging upload, persistently mapped host buffers as numpy views.
 
 Buffers are sub-allocated from a few large VkDeviceMemory blocks per memory type (``Allocator``, one per
-Context; first fit with coalescing free lists; a buffer larger than half a block gets a block of its own), so a
-scene with hundreds of characters stays far below maxMemoryAllocationCount (4096 on many drivers).
+Context; first fit over coalescing hole lists that alignment padding never splits; a buffer larger than half a
+block gets a block of its own), so a scene with hundreds of characters stays far below
+maxMemoryAllocationCount (4096 on many drivers).
 ``ctx.allocator.stats()`` reports the counts. Host-visible blocks are mapped once; a host buffer's ``mapped``
 is its slice of the block's mapping.
 
@@ -13,6 +14,8 @@ fills a buffer with N copies of one array from one staging copy (doubling GPU co
 """
 
 from __future__ import annotations
+
+import bisect
 
 import numpy as np
 
@@ -47,31 +50,43 @@ class _Block:
         if host:
             raw = call("vkMapMemory", ctx.device, self.memory, 0, size, 0, what="memory block")
             self.mapped = np.frombuffer(raw, dtype=np.uint8, count=size)
-        self.free = [[0, size]]   # sorted [offset, size] holes
+        # sorted, disjoint, never adjacent [offset, size] holes; an allocation takes its alignment padding with
+        # it (no sliver holes), so a block only filled has one hole and take() looks at one entry: the cost of an
+        # allocation does not grow with the buffers already placed, only with the holes frees left
+        self.free = [[0, size]]
+        self._spans: dict[int, tuple[int, int]] = {}   # start -> (offset cut from the hole, bytes incl. padding)
         self.used = 0
 
     def take(self, size: int, alignment: int) -> int | None:
         for i, (off, n) in enumerate(self.free):
             start = (off + alignment - 1) // alignment * alignment
-            if start + size > off + n:
+            end = start + size
+            if end > off + n:
                 continue
-            pieces = [p for p in ([off, start - off], [start + size, off + n - start - size]) if p[1] > 0]
-            self.free[i:i + 1] = pieces
+            if end == off + n:
+                del self.free[i]
+            else:
+                self.free[i] = [end, off + n - end]
+            self._spans[start] = (off, end - off)
             self.used += 1
             return start
         return None
 
     def give(self, offset: int, size: int) -> None:
+        """Return the span that started at ``offset`` (with its padding), merged with the holes beside it:
+        a binary search and at most two merges."""
+        off, n = self._spans.pop(offset)
         self.used -= 1
-        self.free.append([offset, size])
-        self.free.sort()
-        merged = [self.free[0]]
-        for off, n in self.free[1:]:
-            if merged[-1][0] + merged[-1][1] == off:
-                merged[-1][1] += n
-            else:
-                merged.append([off, n])
-        self.free = merged
+        free = self.free
+        i = bisect.bisect_left(free, [off, 0])
+        if i > 0 and free[i - 1][0] + free[i - 1][1] == off:
+            i -= 1
+            free[i][1] += n
+        else:
+            free.insert(i, [off, n])
+        if i + 1 < len(free) and free[i][0] + free[i][1] == free[i + 1][0]:
+            free[i][1] += free[i + 1][1]
+            del free[i + 1]
 
     def release(self) -> None:
         if self.mapped is not None:
