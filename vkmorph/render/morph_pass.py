@@ -469,20 +469,24 @@ class MorphRuntime:
         if not self.ctx.owned:
             raise UsageError("read_vertices submits and waits, which vkmorph never does on a borrowed context: "
                              "use rt.record_readback(cb, node) and .vertices() after your fence")
-        if isinstance(instance, bool) or not isinstance(instance, (int, np.integer)) or \
-                not 0 <= instance < self.instance_count:
-            raise UsageError(f"instance must be an int in [0, {self.instance_count}), got {instance!r}")
         raw = M.readback(self.ctx, inst.vertex_buffer, np.uint8, count=inst.vertex_bytes,
-                         offset=self._offset(inst, self._slot(slot), int(instance)))
+                         offset=self._offset(inst, self._slot(slot), self._instance(instance)))
         return raw.view(inst.prim.vertices.dtype)
 
-    def record_readback(self, cb, node, primitive: int = 0, slot: int = 0) -> Readback:
-        """Record a copy of a primitive's vertices (output ``slot``) into a host-visible buffer, in ``cb``; read
-        it with ``.vertices()`` once the host reported the returned serial complete (ctx.completed)."""
+    def record_readback(self, cb, node, primitive: int = 0, slot: int = 0, *, instance: int = 0) -> Readback:
+        """Record a copy of a primitive's vertices (output ``slot``, crowd ``instance``) into a host-visible
+        buffer, in ``cb``; read it with ``.vertices()`` once the host reported the returned serial complete
+        (ctx.completed)."""
         self._check("record_readback")
         self.ctx.check_command_buffer(cb, "MorphRuntime.record_readback")
         inst = node if isinstance(node, PrimitiveInstance) else self.instance(node, primitive)
-        return Readback(self.ctx, cb, inst, self._offset(inst, self._slot(slot)))
+        return Readback(self.ctx, cb, inst, self._offset(inst, self._slot(slot), self._instance(instance)))
+
+    def _instance(self, instance) -> int:
+        if isinstance(instance, bool) or not isinstance(instance, (int, np.integer)) or \
+                not 0 <= instance < self.instance_count:
+            raise UsageError(f"instance must be an int in [0, {self.instance_count}), got {instance!r}")
+        return int(instance)
 
     # ------------------------------------------------------------------ teardown
     def _release(self) -> None:
