@@ -116,6 +116,18 @@ def test_crowd_draws_follow_each_instance(ctx):
         assert dl.refresh() == 0                    # nothing moved: one compare
         crowd[2].set_transform(np.eye(4))
         assert dl.refresh() == 1
+        # one node of one instance: only its local matrix is re-evaluated, every instance still exact
+        crowd[1].set_trs(4, "translation", [0.5, 2.0, 0.0])
+        assert dl.refresh() == 1
+        M[2] = np.eye(4)
+        T, R, S = (np.array(a) for a in crowd.local)
+        for i in range(N):
+            sk = Skeleton(scene)
+            sk.set_local(T[i], R[i], S[i])
+            world = M[i] @ sk.world_matrices()
+            ref_pal = world[scene.skins[0].joints] @ scene.skins[0].inverse_bind_matrices
+            assert np.allclose(by_node[1].joint_palette[i], ref_pal, atol=1e-5), i
+            assert np.allclose(crowd.world_matrices()[i], world, atol=1e-9), i
         with pytest.raises(UsageError):
             rt.draws()
         with pytest.raises(UsageError):

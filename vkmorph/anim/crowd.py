@@ -59,6 +59,10 @@ class CrowdState:
         # node-major (nodes, instances, 4, 4): a hierarchy level gathers its parents as whole contiguous rows
         self._world = np.zeros((len(scene.nodes), N, 4, 4))
         self._world_applied = np.full(N, -1, np.int64)
+        # local matrices (nodes, instances, 4, 4), made on the first world evaluation from the rest pose; only
+        # nodes some setter changed since the last evaluation are recomputed (a clip animates a few of them)
+        self._local_m: np.ndarray | None = None
+        self._dirty_nodes = np.zeros(len(scene.nodes), bool)
         self._palettes: dict[int, np.ndarray] = {}
         self._skin_alias: dict[tuple[bytes, bytes], int] = {}
         self._palette_applied: dict[int, np.ndarray] = {}
@@ -174,8 +178,11 @@ class CrowdState:
                 raise UsageError(f"{what} must have shape {(len(r),) + arr.shape[1:]}, got {v.shape}")
             if not np.isfinite(v).all():
                 raise UsageError(f"{what} has a non-finite value")
-            diff = (v != arr[r]).reshape(len(r), -1).any(axis=1)
-            arr[r[diff]] = v[diff]
+            ne = v != arr[r]
+            diff = ne.reshape(len(r), -1).any(axis=1)
+            if diff.any():
+                arr[r[diff]] = v[diff]
+                self._dirty_nodes |= ne.any(axis=(0, 2))
             changed |= diff
         if changed.any():
             self._stamp(self._skeleton_versions, r[changed])
@@ -235,6 +242,8 @@ class CrowdState:
                 self._world[:, fresh] = self._rest_world()[:, None]
             if len(moved):
                 self._world[:, self._index(moved)] = self._moved_world(moved)
+            # every instance whose pose moved was just evaluated: the local matrices are current for all
+            self._dirty_nodes[:] = False
             self._world_applied[rows] = self._skeleton_versions[rows]
         return _read_only(self._world.transpose(1, 0, 2, 3))
 
@@ -243,7 +252,17 @@ class CrowdState:
         node), then one batched product per hierarchy level, parents gathered as contiguous node rows."""
         b = self._batch
         sel = self._index(moved)
-        world = trs_matrices(*(np.ascontiguousarray(a[sel].transpose(1, 0, 2)) for a in self._local))
+        if self._local_m is None:
+            rest = trs_matrices(*(a[0] for a in self._rest))
+            self._local_m = np.repeat(rest[:, None], self.count, 1)
+        dn = np.flatnonzero(self._dirty_nodes)
+        if len(dn):
+            fresh = trs_matrices(*(np.ascontiguousarray(a[sel][:, dn].transpose(1, 0, 2)) for a in self._local))
+            if isinstance(sel, slice):
+                self._local_m[dn] = fresh
+            else:
+                self._local_m[np.ix_(dn, moved)] = fresh
+        world = self._local_m[:, sel] if not isinstance(sel, slice) else self._local_m.copy()
         roots = b.levels[0]
         world[roots] = self._transform[sel][None] @ world[roots]
         for level in b.levels[1:]:
