@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import random_prim
 from vkmorph.anim.crowd import CrowdState
 from vkmorph.anim.skeleton import Skeleton
-from vkmorph.asset.model import SKINNED_VERTEX, MeshAsset, NodeAsset, SceneAsset, SkinAsset
+from vkmorph.asset.model import SKINNED_VERTEX, STATIC_VERTEX, MeshAsset, NodeAsset, SceneAsset, SkinAsset
 from vkmorph.errors import UsageError
 from vkmorph.morph.reference import morph_reference
 from vkmorph.morph.state import SceneMorphPose
@@ -179,3 +179,65 @@ def test_replicated_upload_and_one_submission_per_build(ctx, monkeypatch):
         for slot, i in ((0, 0), (1, 49), (1, 17)):   # every slot and instance starts as the file's vertices
             out = rt.read_vertices(inst, slot=slot, instance=i)
             assert np.array_equal(out.view(np.uint8), inst.prim.vertices.view(np.uint8))
+
+
+def test_compute_skinning_once_per_frame_exact_per_instance(ctx):
+    """Skin once, draw many: each instance's skinned vertices (morphed, then skinned by its own palette) equal
+    numpy's morph_reference -> skin_reference; unchanged instances are not skinned again."""
+    from vkmorph.gpu import memory as M
+    from vkmorph.morph.reference import skin_reference
+    from vkmorph.render.crowd_skin import CrowdSkinning, choose_path, skinning_cost
+
+    assert choose_path(80, 1) == "vertex" and choose_path(80, 3) == "compute"
+    assert skinning_cost(80, 3)["compute"] < skinning_cost(80, 3)["vertex"]
+    rng = np.random.default_rng(21)
+    scene = crowd_scene(rng)
+    c = scene.meshes[2].primitives[0]                 # the static primitive, skinned too: a shared source
+    v = np.zeros(len(c.vertices), SKINNED_VERTEX)
+    for f in c.vertices.dtype.names:
+        v[f] = c.vertices[f]
+    v["joints"] = rng.integers(0, 3, (len(v), 4))
+    v["weights"] = rng.dirichlet(np.ones(4), len(v))
+    c.vertices, c.skin, scene.nodes[2].skin = v, 0, 0
+    N = 4
+    with MorphRuntime(ctx, scene, instances=N) as rt:
+        skin = CrowdSkinning(rt, passes=3)
+        try:
+            assert [(i.node, i.prim_index) for i in skin.items] == [(1, 0), (2, 0)]
+            forced = CrowdSkinning(rt, passes=3, path="vertex")
+            assert forced.items == [] and set(forced.paths.values()) == {"vertex"}
+            forced.destroy()
+            crowd = rt.crowd
+            crowd.set_all_weights(rng.random(crowd.weights.shape))
+            T, R, S = (np.array(a) for a in crowd.local)
+            ang = rng.random((N, 6))
+            R[:] = np.stack([np.zeros_like(ang), np.sin(ang / 2), np.zeros_like(ang), np.cos(ang / 2)], -1)
+            crowd.set_local(rotation=R)
+            n = []
+            ctx.submit_and_wait(lambda cb: (rt.record(cb, consumer="compute"), n.append(skin.record(cb))))
+            assert n == [N]
+
+            def check_all():
+                for d, inst in zip(skin.draws(0), skin.items):
+                    for i in range(N):
+                        raw = M.readback(ctx, skin.outputs[0], np.uint8, count=48 * d.vertex_count,
+                                         offset=d.offset_of(i))
+                        out = raw.view(STATIC_VERTEX)
+                        w = weights_of(rt, i, inst) if inst.is_morphing else np.zeros(0)
+                        p, nn, t = morph_reference(inst.prim, w) if inst.is_morphing else (
+                            inst.prim.vertices["position"], inst.prim.vertices["normal"],
+                            inst.prim.vertices["tangent"])
+                        vv = inst.prim.vertices
+                        ep, en, _et = skin_reference(p, nn, np.asarray(t), vv["joints"], vv["weights"],
+                                                     crowd.skin_matrices(0)[i])
+                        assert np.abs(out["position"] - ep).max() <= 1e-4, (inst.node, i)
+                        assert np.abs(out["normal"] - en).max() <= 1e-3, (inst.node, i)
+                        assert np.array_equal(out["texcoord"], vv["texcoord"])
+            check_all()
+            crowd[3].set_trs(4, "rotation", [0, 0, np.sin(0.4), np.cos(0.4)])
+            ctx.submit_and_wait(lambda cb: (rt.record(cb, consumer="compute"), n.append(skin.record(cb))))
+            ctx.submit_and_wait(lambda cb: (rt.record(cb, consumer="compute"), n.append(skin.record(cb))))
+            assert n[1:] == [1, 0]                     # only the moved instance; then nothing
+            check_all()
+        finally:
+            skin.destroy()
