@@ -44,11 +44,14 @@ def crowd_costs(ctx, timer, counts=COUNTS, frames: int = 8) -> list[dict]:
 
 
 def _crowd_row(ctx, timer, scene, clip, N: int, frames: int) -> dict:
+    from ..render.crowd_skin import CrowdSkinning
     from ..render.morph_pass import MorphRuntime
 
     rng = np.random.default_rng(N)
     rt, build_cpu, build_wall = _timed(lambda: MorphRuntime(ctx, scene, instances=N))
+    skin = None
     try:
+        skin = CrowdSkinning(rt, passes=3, path="compute")     # skin once per frame (shadow, forward, outline)
         crowd = rt.crowd
         duration = clip.duration if clip else 1.0
         phase = rng.random(N) * duration
@@ -69,12 +72,16 @@ def _crowd_row(ctx, timer, scene, clip, N: int, frames: int) -> dict:
             rec = {}
 
             def seg(cb):
-                rec["c"], rec["cpu"], rec["wall"] = _timed(lambda: rt.record(cb))
-            gpu_ms = timer.run([seg], 1)[0]
+                rec["c"], rec["cpu"], rec["wall"] = _timed(lambda: rt.record(cb, consumer="compute"))
+
+            def seg_skin(cb):
+                rec["skinned"], rec["skin_cpu"], rec["skin_wall"] = _timed(lambda: skin.record(cb))
+            gpu_ms, skin_ms = timer.run([seg, seg_skin], 1)
             key = "changed" if changing else "unchanged"
             for name, v in (("anim_cpu", cpu_a), ("anim_wall", wall_a), ("palette_cpu", cpu_p),
                             ("palette_wall", wall_p), ("record_cpu", rec["cpu"]), ("record_wall", rec["wall"]),
-                            ("gpu", gpu_ms), ("instances_dispatched", rec["c"].instances_dispatched)):
+                            ("gpu", gpu_ms), ("instances_dispatched", rec["c"].instances_dispatched),
+                            ("skin_cpu", rec["skin_cpu"]), ("skin_gpu", skin_ms), ("skinned", rec["skinned"])):
                 stats.setdefault(f"{key}_{name}", []).append(v)
 
         for f in range(frames + 1):   # the first leaves the rest pose (dropped below)
@@ -91,8 +98,11 @@ def _crowd_row(ctx, timer, scene, clip, N: int, frames: int) -> dict:
                "frames": frames}
         for k, v in stats.items():
             row[k] = float(np.median(v[1:]))
+        row["skinned_bytes_per_instance"] = int(sum(48 * i.prim.vertex_count for i in skin.items))
         return row
     finally:
+        if skin is not None:
+            skin.destroy()
         rt.destroy()
         ctx.wait_idle()
 
@@ -100,7 +110,9 @@ def _crowd_row(ctx, timer, scene, clip, N: int, frames: int) -> dict:
 def crowd_line(c: dict) -> str:
     return (f"crowd {c['instances']:>6,}: changing {c['changed_anim_cpu']:.2f} + {c['changed_palette_cpu']:.2f} + "
             f"{c['changed_record_cpu']:.2f} ms CPU (anim + palettes + record; wall {c['changed_anim_wall']:.2f} + "
-            f"{c['changed_palette_wall']:.2f} + {c['changed_record_wall']:.2f}), GPU morph {c['changed_gpu']:.3f} ms; "
+            f"{c['changed_palette_wall']:.2f} + {c['changed_record_wall']:.2f}), GPU morph {c['changed_gpu']:.3f} ms, "
+            f"compute skinning {c.get('changed_skin_gpu', 0.0):.3f} ms GPU "
+            f"({c.get('changed_skin_cpu', 0.0):.2f} ms CPU); "
             f"unchanged {c['unchanged_anim_cpu'] + c['unchanged_palette_cpu'] + c['unchanged_record_cpu']:.3f} ms "
             f"CPU; build {c['build_wall_ms']:.0f} ms wall ({c['build_cpu_ms']:.0f} CPU); per instance "
             f"{c['gpu_bytes_per_instance'] / 1024:.1f} KiB GPU + {c['palette_bytes_per_instance'] / 1024:.1f} KiB "
@@ -112,15 +124,18 @@ def crowd_markdown(rows: list[dict]) -> list[str]:
         return []
     out = [f"Crowds ({MODEL} x N in one runtime, every instance changing weights and pose every frame; median of "
            f"{rows[0]['frames']} frames; CPU = thread CPU time, wall in brackets):", "",
-           "| instances | anim ms | palettes ms | record ms | GPU morph ms | unchanged frame ms (CPU) | "
-           "instances dispatched | build ms wall (CPU) | GPU KiB / instance | palette KiB / instance |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| instances | anim ms | palettes ms | record ms | GPU morph ms | skinning: record ms CPU, GPU ms | "
+           "unchanged frame ms (CPU) | instances dispatched | build ms wall (CPU) | GPU KiB / instance | "
+           "palette KiB / instance |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in rows:
-        unchanged = c["unchanged_anim_cpu"] + c["unchanged_palette_cpu"] + c["unchanged_record_cpu"]
+        unchanged = (c["unchanged_anim_cpu"] + c["unchanged_palette_cpu"] + c["unchanged_record_cpu"]
+                     + c.get("unchanged_skin_cpu", 0.0))
         out.append(f"| {c['instances']:,} | {c['changed_anim_cpu']:.2f} ({c['changed_anim_wall']:.2f}) | "
                    f"{c['changed_palette_cpu']:.2f} ({c['changed_palette_wall']:.2f}) | "
                    f"{c['changed_record_cpu']:.3f} ({c['changed_record_wall']:.3f}) | {c['changed_gpu']:.3f} | "
-                   f"{unchanged:.3f} | {c['changed_instances_dispatched']:.0f} / "
+                   f"{c.get('changed_skin_cpu', 0.0):.2f}, {c.get('changed_skin_gpu', 0.0):.3f} | {unchanged:.3f} | "
+                   f"{c['changed_instances_dispatched']:.0f} / "
                    f"{c['unchanged_instances_dispatched']:.0f} | {c['build_wall_ms']:.0f} ({c['build_cpu_ms']:.0f}) | "
                    f"{c['gpu_bytes_per_instance'] / 1024:.1f} | {c['palette_bytes_per_instance'] / 1024:.1f} |")
     return out
