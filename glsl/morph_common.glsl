@@ -119,7 +119,7 @@ void main() {
 #endif
     // Nine floats read and written (texcoord left as the output buffer already holds it): measured ~3 % faster
     // on lavapipe than whole-vec4 I/O in an A/B of variants (bench/variants.py).
-    uint o = h.outVec4 + inst * pc.instanceVec4 + lane * h.strideVec4;
+    uint o = h.outVec4 + (inst - pc.outputInstance) * pc.instanceVec4 + lane * h.strideVec4;
     vec4 b0 = base[3u * v], b1 = base[3u * v + 1u];
     float b2x = base[3u * v + 2u].x;
     vec3 nn, tt;
@@ -198,7 +198,7 @@ void main() {
     // crowds: this row's instance reads its own weights (scales stay per target) and writes its own range
     uint inst = pc.firstInstance + gl_WorkGroupID.y;
     uint wBase = inst * pc.instanceSlots;
-    uvec2 dst = uvec2(h.outVec4 + inst * pc.instanceVec4, h.strideVec4);
+    uvec2 dst = uvec2(h.outVec4 + (inst - pc.outputInstance) * pc.instanceVec4, h.strideVec4);
     bool live = lane < head.y;
     uint v = head.x + lane;
     vec4 b0 = vec4(0.0), b1 = vec4(0.0), b2 = vec4(0.0);

@@ -77,12 +77,36 @@ def test_instances_exact_and_only_changed_ones_dispatched(ctx, delta_format):
         assert c[3].instances_dispatched == 0 and c[3].barriers == 0
 
 
+def test_outputs_bound_in_groups_that_fit_the_storage_range(ctx, monkeypatch):
+    """A crowd whose output exceeds maxStorageBufferRange binds it in groups of instances (here 2 per group, by
+    a smaller limit): dispatch runs split at group boundaries, every instance exact."""
+    rng = np.random.default_rng(9)
+    scene = crowd_scene(rng)
+    out_bytes = 70656                        # the two morphing primitives, each at a 256-byte aligned offset
+    monkeypatch.setitem(ctx.info.limits, "maxStorageBufferRange", 2 * out_bytes + 100)
+    N = 5
+    with MorphRuntime(ctx, scene, instances=N, slots=2) as rt:
+        assert rt.batch.instance_stride == out_bytes and rt.batch.group_instances == 2
+        S = rt.crowd.weights.shape[1]
+        rt.crowd.set_all_weights(rng.random((N, S)))
+        c = []
+        ctx.submit_and_wait(lambda cb: c.append(rt.record(cb, slot=1)))
+        assert c[0].dispatch_calls == 3          # instances 0-1, 2-3, 4
+        for i in range(N):
+            for inst in rt.morphing:
+                check_tol(rt, inst, i, weights_of(rt, i, inst), 1)
+
+
 def check_tol(rt, inst, instance, weights, tol):
-    out = rt.read_vertices(inst, instance=instance)
+    out = rt.read_vertices(inst, instance=instance, slot=slot_of(rt))
     p, _n, _t = morph_reference(inst.prim, weights)
     size = float(np.ptp(inst.prim.vertices["position"], axis=0).max()) or 1.0
     assert np.abs(out["position"] - p).max() <= tol * 1e-5 * size, f"instance {instance}"
     assert np.array_equal(out["texcoord"], inst.prim.vertices["texcoord"])
+
+
+def slot_of(rt) -> int:
+    return rt.last_counters.slot
 
 
 def test_crowd_draws_follow_each_instance(ctx):

@@ -231,9 +231,10 @@ BLOCK_STRUCT = Struct("Block", BLOCK_ENTRY, f"{_GPU_DATA}.BLOCK_ENTRY", (
 
 # first_instance / instance_slots / instance_vec4: crowds (MorphRuntime(instances=N)): workgroup row y of a
 # dispatch morphs instance first_instance + y, whose weight slots start at (first_instance + y) * instance_slots
-# and whose output at (first_instance + y) * instance_vec4 vec4s; one instance: all zero.
+# and whose output at (first_instance + y - output_instance) * instance_vec4 vec4s of the output binding (bound
+# per group of instances that fits maxStorageBufferRange, from instance output_instance on); one instance: zeros.
 MORPH_PUSH = np.dtype([("first_chunk", "<u4"), ("first_instance", "<u4"), ("instance_slots", "<u4"),
-                       ("instance_vec4", "<u4")])
+                       ("instance_vec4", "<u4"), ("output_instance", "<u4")])
 NORMALS_PUSH = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4")])
 SKIN_CAPTURE_PUSH = np.dtype([(n, "<u4") for n in ("vertex_count", "stride_words", "position_offset",
                                                    "normal_offset", "tangent_offset", "joints_offset",
@@ -289,7 +290,8 @@ def _morph(name: str, shader: str, compact: bool, vertex_lists: bool) -> ShaderI
             ("first_chunk", "chunk of workgroup 0 of this dispatch"),
             ("first_instance", "instance of workgroup row 0 (gl_WorkGroupID.y) of this dispatch"),
             ("instance_slots", "weight slots (and active bits) per instance, a multiple of 32"),
-            ("instance_vec4", "output vec4s per instance"))), c),
+            ("instance_vec4", "output vec4s per instance"),
+            ("output_instance", "instance at vec4 0 of the output binding"))), c),
         local_size=CHUNK,
         constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON), ("uint", "CHUNK", CHUNK)))
 

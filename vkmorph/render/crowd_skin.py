@@ -123,6 +123,13 @@ class CrowdSkinning:
         ctx, rt, N = self.ctx, self.rt, self.crowd.count
         if not self.items:
             return
+        # every binding is one whole range (no groups yet, unlike the morph output): refuse what cannot be bound
+        limit = int(ctx.info.limits.get("maxStorageBufferRange", 1 << 31))
+        need = max([16 * total_vec4, 64 * N * self.palette_width] + [inst.vertex_buffer.size for inst in self.items])
+        if need > limit:
+            raise UsageError(f"compute skinning of {N} instances binds {need} bytes at once, more than this "
+                             f"device's maxStorageBufferRange ({limit} B): use fewer instances per runtime or the "
+                             "vertex-shader path (path='vertex')")
         self.pipeline = self._owner.own(ComputePipeline(ctx, CROWD_SKIN, max_sets=len(self.items) * rt.slots))
         self.palettes = [self._owner.own(M.host_buffer(ctx, 64 * N * self.palette_width, M.STORAGE,
                                                        name=f"crowd palettes slot {k}")) for k in range(rt.slots)]

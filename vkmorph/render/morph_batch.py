@@ -247,13 +247,30 @@ class MorphBatch:
                 ctx, None, M.STORAGE, size=self.active_bits.nbytes, name="morph active target bits"))
         self.gpu_bytes = {name: b.size for name, b in buffers.items()}
         self.gpu_bytes["output"] = self.output.size
-        self.pipeline = self._own(ComputePipeline(ctx, self.kernel, max_sets=self.slots))
-        self.descriptor_sets = []
+        # A crowd's output range can exceed maxStorageBufferRange (128 MiB on lavapipe: 1,600 RobotExpressives):
+        # instances' outputs are bound in groups that fit, one descriptor set per (slot, group); a dispatch never
+        # spans two groups and its output_instance is its group's first instance (weights stay bound whole).
+        limit = int(ctx.info.limits.get("maxStorageBufferRange", 1 << 31))
+        if self.crowd_layout:
+            if out_bytes > limit:
+                raise UsageError(f"one instance's morph output ({out_bytes} B) exceeds this device's "
+                                 f"maxStorageBufferRange ({limit} B)")
+            self.group_instances = min(self.copies, max(1, limit // max(out_bytes, 1)))
+        else:
+            self.group_instances = 1
+        groups = -(-self.copies // self.group_instances)
+        self.pipeline = self._own(ComputePipeline(ctx, self.kernel, max_sets=self.slots * groups))
+        self.descriptor_sets = []          # slot k (plain) / [slot k][group g] (crowd)
         for k in range(self.slots):
-            buffers["output"] = (self.output, k * self.slot_stride, max(self.slot_stride, 16))
-            self.descriptor_sets.append(self.pipeline.make_set(buffers))
-            if k == 0:
-                self.buffers = dict(buffers)
+            per_group = []
+            for g in range(groups):
+                first = g * self.group_instances
+                n = min(self.group_instances, self.copies - first) if self.crowd_layout else 1
+                buffers["output"] = (self.output, k * self.slot_stride + first * out_bytes, max(n * out_bytes, 16))
+                per_group.append(self.pipeline.make_set(buffers))
+                if k == 0 and g == 0:
+                    self.buffers = dict(buffers)
+            self.descriptor_sets.append(per_group if self.crowd_layout else per_group[0])
         self._chunk_total = len(data.chunks)
 
     # ------------------------------------------------------------------ per frame
@@ -374,18 +391,27 @@ class MorphBatch:
         out = Dispatched(ranges=len(firsts), groups=int(self._chunk_total * counts.sum()))
         if not out.groups:
             return out
-        self.pipeline.bind(cb, self.descriptor_sets[slot])
+        G = self.group_instances
         chunk_pieces = [(c, min(MAX_GROUPS, self._chunk_total - c)) for c in range(0, self._chunk_total, MAX_GROUPS)]
-        row_pieces = [(r, min(MAX_GROUPS, f + n - r)) for f, n in zip(firsts.tolist(), counts.tolist())
-                      for r in range(f, f + n, MAX_GROUPS)]
+        row_pieces = []        # (first instance, rows): within one binding group and MAX_GROUPS rows
+        for f, n in zip(firsts.tolist(), counts.tolist()):
+            r = f
+            while r < f + n:
+                end = min(f + n, (r // G + 1) * G, r + MAX_GROUPS)
+                row_pieces.append((r, end - r))
+                r = end
         push = np.zeros(len(chunk_pieces) * len(row_pieces), PUSH)
         push["first_chunk"] = np.tile([c for c, _ in chunk_pieces], len(row_pieces))
         push["first_instance"] = np.repeat([r for r, _ in row_pieces], len(chunk_pieces))
+        push["output_instance"] = np.repeat([r // G * G for r, _ in row_pieces], len(chunk_pieces))
         push["instance_slots"] = self.instance_slots
         push["instance_vec4"] = self.instance_stride // 16
         base = vk.ffi.cast("char *", M.cffi_pointer(push))
-        k = 0
-        for _r, nrows in row_pieces:
+        k, bound = 0, -1
+        for r, nrows in row_pieces:
+            if r // G != bound:
+                bound = r // G
+                self.pipeline.bind(cb, self.descriptor_sets[slot][bound])
             for _c, groups in chunk_pieces:
                 self.pipeline.push(cb, base + k * PUSH.itemsize, PUSH.itemsize)
                 vk.vkCmdDispatch(cb, groups, nrows, 1)
