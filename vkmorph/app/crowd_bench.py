@@ -116,6 +116,52 @@ def _crowd_row(ctx, timer, scene, clip, N: int, frames: int) -> dict:
         ctx.wait_idle()
 
 
+def changed_scaling(ctx, timer, N: int = 1000, ks=(1, 10, 100, 1000), frames: int = 4) -> list[dict]:
+    """k of N instances changing weights and pose per frame (every k-th one... spread over the crowd): CPU of
+    the crowd's setters + palettes + record, GPU ms of the morph pass; cost should follow k, not N."""
+    from .. import load_scene
+    from ..render.morph_pass import MorphRuntime
+    from .bench import find_model
+
+    path = find_model(MODEL)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    clip = max(scene.animations, key=lambda c: len(c.node_channels)) if scene.animations else None
+    rt = MorphRuntime(ctx, scene, instances=N)
+    out = []
+    try:
+        crowd, rng = rt.crowd, np.random.default_rng(0)
+        ctx.submit_and_wait(lambda cb: rt.record(cb))
+        rt.crowd_draws(0)
+        for k in ks:
+            rows = np.linspace(0, N - 1, k).astype(np.int64)
+            cpu, gpu, disp = [], [], []
+            for f in range(frames + 1):
+                w = rng.random((k, crowd.weights.shape[1])) * rt.pose.weight_range[1]
+                t = rng.random(k) * (clip.duration if clip else 1.0)
+                c0 = time.thread_time()
+                crowd.play(clip, t, rows=rows)
+                crowd.set_all_weights(w, rows=rows)
+                rt.crowd_draws(0)
+                rec = {}
+
+                def seg(cb, rec=rec):
+                    rec["c"] = rt.record(cb)
+                    rec["cpu"] = time.thread_time()
+                ms = timer.run([seg], 1)[0]
+                if f:
+                    cpu.append(1e3 * (rec["cpu"] - c0))
+                    gpu.append(ms)
+                    disp.append(rec["c"].instances_dispatched)
+            out.append({"instances": N, "changed": k, "cpu_ms": float(np.median(cpu)), "gpu_ms": float(np.median(gpu)),
+                        "instances_dispatched": int(np.median(disp))})
+    finally:
+        rt.destroy()
+        ctx.wait_idle()
+    return out
+
+
 def crowd_line(c: dict) -> str:
     return (f"crowd {c['instances']:>6,}: changing {c['changed_anim_cpu']:.2f} + {c['changed_palette_cpu']:.2f} + "
             f"{c['changed_record_cpu']:.2f} ms CPU (anim + palettes + record; wall {c['changed_anim_wall']:.2f} + "
@@ -152,6 +198,17 @@ def crowd_markdown(rows: list[dict]) -> list[str]:
     return out
 
 
+def changed_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    out = ["", f"k of {rows[0]['instances']:,} instances changing weights and pose per frame (CPU: setters + "
+           "palettes + record, thread time):", "", "| changed | CPU ms | GPU morph ms | instances dispatched |",
+           "|---|---|---|---|"]
+    out += [f"| {d['changed']:,} | {d['cpu_ms']:.2f} | {d['gpu_ms']:.3f} | {d['instances_dispatched']:,} |"
+            for d in rows]
+    return out
+
+
 def main(argv=None) -> int:
     from ..gpu.context import Context
     from .bench import WindowTimer, driver_string
@@ -160,6 +217,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
+    ap.add_argument("--only-changed", action="store_true", help="only the k-of-N changed rows")
     args = ap.parse_args(argv)
     ctx = Context.create(echo_messages=True)
     try:
@@ -167,10 +225,16 @@ def main(argv=None) -> int:
         report = {"device": ctx.info.name, "driver": driver_string(ctx), "date": time.strftime("%Y-%m-%d %H:%M"),
                   "crowd": []}
         for N in (COUNTS_QUICK if args.quick else COUNTS):
-            rows = crowd_costs(ctx, timer, (N,))
+            rows = [] if args.only_changed else crowd_costs(ctx, timer, (N,))
             report["crowd"] += rows
             for c in rows:
                 print(crowd_line(c), flush=True)
+        report["changed_scaling"] = changed_scaling(ctx, timer, 100 if args.quick else 1000,
+                                                    (1, 10, 100) if args.quick else (1, 10, 100, 1000))
+        for d in report["changed_scaling"]:
+            print(f"{d['changed']:>5} of {d['instances']} instances changing: {d['cpu_ms']:.2f} ms CPU (setters, "
+                  f"palettes, record), GPU morph {d['gpu_ms']:.3f} ms, {d['instances_dispatched']} dispatched",
+                  flush=True)
         timer.destroy()
     finally:
         ctx.destroy()
@@ -180,7 +244,8 @@ def main(argv=None) -> int:
     if args.markdown:
         with open(args.markdown, "w") as fh:
             fh.write("\n".join([f"# vkmorph crowd bench, {report['date']}, {report['device']} "
-                                f"(driver {report['driver']})", ""] + crowd_markdown(report["crowd"])) + "\n")
+                                f"(driver {report['driver']})", ""] + crowd_markdown(report["crowd"])
+                               + changed_markdown(report.get("changed_scaling", []))) + "\n")
     return 0
 
 
