@@ -36,25 +36,7 @@ from ..gpu.vk import vk
 from ..morph.state import AppliedVersions
 from .draw_list import VertexInput, vertex_input_of
 from .morph_batch import MAX_GROUPS, merged_ranges
-
-PATHS = ("auto", "vertex", "compute")
-PALETTE_READ_BYTES = 4 * 64     # four joints' mat4 per vertex
-SKINNED_OUT_BYTES = STATIC_VERTEX.itemsize
-
-
-def skinning_cost(stride: int, passes: int) -> dict[str, int]:
-    """Bytes per vertex per frame of each path for a vertex of ``stride`` bytes drawn by ``passes`` passes."""
-    return {"vertex": passes * (stride + PALETTE_READ_BYTES),
-            "compute": stride + PALETTE_READ_BYTES + SKINNED_OUT_BYTES + passes * SKINNED_OUT_BYTES}
-
-
-def choose_path(stride: int, passes: int, path: str = "auto") -> str:
-    if path not in PATHS:
-        raise UsageError(f"skinning path must be one of {PATHS}, got {path!r}")
-    if path != "auto":
-        return path
-    cost = skinning_cost(stride, passes)
-    return "compute" if cost["compute"] < cost["vertex"] else "vertex"
+from .skin_cost import PATHS, SKINNED_OUT_BYTES, choose_path, skinning_cost  # noqa: F401 -- re-exported
 
 
 @dataclass
