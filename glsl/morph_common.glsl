@@ -70,6 +70,10 @@ void main() {
     uint lane = gl_LocalInvocationID.x;
     Chunk h = chunks[pc.firstChunk + gl_WorkGroupID.x];
     if (lane >= h.vertexCount) return;
+    // crowds: this row's instance has its own weight slots (and active bits: instanceSlots is a multiple of 32)
+    // and its own output range; base, records and deltas are shared by every instance
+    uint inst = pc.firstInstance + gl_WorkGroupID.y;
+    uint slot0 = h.slotWords.x + inst * pc.instanceSlots;
     uint v = h.firstVertex + lane;
     uint r = h.firstEntry + lane * (h.slotWords.y + 1u);
     uint d = vertexRecords[r];
@@ -78,7 +82,7 @@ void main() {
     // experiment: a loop per mask word
     for (uint k = 0u; k < h.slotWords.y; ++k) {
         uint present = vertexRecords[r + 1u + k];
-        uint s0 = h.slotWords.x + 32u * k;
+        uint s0 = slot0 + 32u * k;
         uint hits = present & activeWord(s0);
         while (hits != 0u) {
             uint j = uint(findLSB(hits));
@@ -95,7 +99,7 @@ void main() {
     // Mask words in pairs, one loop trip per delta of the pair (no loop per word: in a SIMD batch of lanes a
     // loop runs as many trips as its busiest lane, and per-word maxima add up).
     for (uint k = 0u; k < h.slotWords.y; k += 2u) {
-        uint s0 = h.slotWords.x + 32u * k;
+        uint s0 = slot0 + 32u * k;
         uint m0 = vertexRecords[r + 1u + k];
         uint m1 = k + 1u < h.slotWords.y ? vertexRecords[r + 2u + k] : 0u;
         uint h0 = m0 & activeWord(s0);
@@ -115,7 +119,7 @@ void main() {
 #endif
     // Nine floats read and written (texcoord left as the output buffer already holds it): measured ~3 % faster
     // on lavapipe than whole-vec4 I/O in an A/B of variants (bench/variants.py).
-    uint o = h.outVec4 + lane * h.strideVec4;
+    uint o = h.outVec4 + (inst - pc.outputInstance) * pc.instanceVec4 + lane * h.strideVec4;
     vec4 b0 = base[3u * v], b1 = base[3u * v + 1u];
     float b2x = base[3u * v + 2u].x;
     vec3 nn, tt;
@@ -191,7 +195,10 @@ void main() {
     uint c = pc.firstChunk + gl_WorkGroupID.x;
     Chunk h = chunks[c];
     uvec4 head = uvec4(h.firstVertex, h.vertexCount, h.firstEntry, h.endEntry);
-    uvec2 dst = uvec2(h.outVec4, h.strideVec4);
+    // crowds: this row's instance reads its own weights (scales stay per target) and writes its own range
+    uint inst = pc.firstInstance + gl_WorkGroupID.y;
+    uint wBase = inst * pc.instanceSlots;
+    uvec2 dst = uvec2(h.outVec4 + (inst - pc.outputInstance) * pc.instanceVec4, h.strideVec4);
     bool live = lane < head.y;
     uint v = head.x + lane;
     vec4 b0 = vec4(0.0), b1 = vec4(0.0), b2 = vec4(0.0);
@@ -221,7 +228,7 @@ void main() {
             m0 = masks[2u * e];                 // experiment: masks loaded with the weight, active or not
             m1 = masks[2u * e + 1u];
 #endif
-            wt = weights[entry.x];
+            wt = weights[entry.x + wBase];
             act = wt != 0.0;
         }
 #ifdef IO_ONLY

@@ -34,4 +34,8 @@ layout(std430, set = 0, binding = 5) readonly buffer DeltaB { float deltaB[]; };
 
 layout(push_constant) uniform Push {
     uint firstChunk;        // chunk of workgroup 0 of this dispatch
+    uint firstInstance;     // instance of workgroup row 0 (gl_WorkGroupID.y) of this dispatch
+    uint instanceSlots;     // weight slots (and active bits) per instance, a multiple of 32
+    uint instanceVec4;      // output vec4s per instance
+    uint outputInstance;    // instance at vec4 0 of the output binding
 } pc;

@@ -81,11 +81,18 @@ def sample_many(times, values, t, interpolation: str = "LINEAR", quaternion: boo
 def trs_matrices(t: np.ndarray, q: np.ndarray, s: np.ndarray) -> np.ndarray:
     """``skeleton.trs_matrix`` for (..., 3) / (..., 4) / (..., 3) arrays: (..., 4, 4) float64."""
     x, y, z, w = (q[..., k] for k in range(4))
-    r = np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-                  np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-                  np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
     m = np.zeros(t.shape[:-1] + (4, 4))
-    m[..., :3, :3] = r * s[..., None, :]
+    # written element by element into m (no stacked temporaries: the crowd path evaluates 10^5-10^6 of these)
+    m[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    m[..., 0, 1] = 2 * (x * y - z * w)
+    m[..., 0, 2] = 2 * (x * z + y * w)
+    m[..., 1, 0] = 2 * (x * y + z * w)
+    m[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    m[..., 1, 2] = 2 * (y * z - x * w)
+    m[..., 2, 0] = 2 * (x * z - y * w)
+    m[..., 2, 1] = 2 * (y * z + x * w)
+    m[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    m[..., :3, :3] *= s[..., None, :]
     m[..., :3, 3] = t
     m[..., 3, 3] = 1.0
     return m

@@ -910,7 +910,7 @@ def run_bench(args) -> int:
     discrete = ctx.info.device_type == "discrete"
     quick = bool(getattr(args, "quick", False))
     only = getattr(args, "only", None)
-    cases = [] if only == "slots" else standard_cases(quick, discrete)
+    cases = [] if only in ("slots", "crowd") else standard_cases(quick, discrete)
     tries = 3 if quick else 5
     warm_s = 0.3 if discrete else 0.0
     try_ms = 4.0 if discrete else 1.0
@@ -931,10 +931,16 @@ def run_bench(args) -> int:
                   "tries": tries, "rows": [], "cpu_per_frame": [], "characters": []}
         if only is None:
             _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, counts, heads, say, bar)
-        slots = slots_overlap(ctx, timer, SLOTS_QUICK_CASE if quick else SLOTS_CASE, tries, warm_s, try_ms)
-        say(slots_line(slots))
-        say(f"  consumer: {slots['consumer']}; {slots['overlap']}")
-        report["slots"] = slots
+        if only in (None, "crowd"):      # issue 25: N instances in one runtime (vkmorph/app/crowd_bench.py)
+            from .crowd_bench import COUNTS, COUNTS_QUICK, crowd_costs, crowd_line
+            report["crowd"] = crowd_costs(ctx, timer, COUNTS_QUICK if quick else COUNTS)
+            for c in report["crowd"]:
+                say(crowd_line(c))
+        if only != "crowd":
+            slots = slots_overlap(ctx, timer, SLOTS_QUICK_CASE if quick else SLOTS_CASE, tries, warm_s, try_ms)
+            say(slots_line(slots))
+            say(f"  consumer: {slots['consumer']}; {slots['overlap']}")
+            report["slots"] = slots
         report["load_after"] = os.getloadavg()[0]
         say(f"load average at the end {report['load_after']:.1f}")
         if bar is not None:
@@ -1138,6 +1144,9 @@ def markdown(report: dict) -> str:
         out += _roofline_tables(report) + [""]
     if report.get("bake"):
         out += [f"Baking: {bake_line(report['bake'])}.", ""]
+    if report.get("crowd"):
+        from .crowd_bench import crowd_markdown
+        out += crowd_markdown(report["crowd"]) + [""]
     s = report.get("slots")
     if s:
         n = s["frames_in_flight"]

@@ -15,6 +15,7 @@ from .cli import external_uris
 
 def scene_summary(scene: SceneAsset) -> dict:
     from ..morph.gpu_data import count_deltas
+    from ..render.skin_cost import CROWD_PASSES, choose_path
 
     prims = []
     for m_i, m in enumerate(scene.meshes):
@@ -31,6 +32,9 @@ def scene_summary(scene: SceneAsset) -> dict:
                           "duplicate_target_names": sorted({n for n in p.target_names
                                                             if p.target_names.count(n) > 1}),
                           "skinned": p.is_skinned, "truncated_influences": p.truncated_influences,
+                          # crowds (render/crowd_skin.py): the byte model's path for shadow + forward + outline
+                          "crowd_skinning": choose_path(p.vertices.dtype.itemsize, CROWD_PASSES)
+                          if p.is_skinned else None,
                           "unweighted_vertices": p.unweighted_vertices})
     anims = []
     for a in scene.animations:
@@ -53,6 +57,7 @@ def run_info(args) -> int:
         print(f"  p{i} {p['mesh']!r}: {p['vertex_count']} vertices, {p['index_count']} indices, "
               f"{len(p['target_names'])} targets ({p['delta_count']} deltas)"
               f"{', skinned' if p['skinned'] else ''}"
+              + (f" (crowds: {p['crowd_skinning']} skinning by the byte model)" if p["crowd_skinning"] else "")
               + (f", {p['truncated_influences']} vertices cut to 4 influences" if p['truncated_influences'] else "")
               + (f", {p['unweighted_vertices']} vertices without influence (rigid with the mesh node)"
                  if p['unweighted_vertices'] else ""))

@@ -133,6 +133,12 @@ PREVIOUS_MORPH_TO_MORPH = _b(
     S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT,
     S.VK_PIPELINE_STAGE_TRANSFER_BIT | S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
     S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT)
+REPLICATE_COPIES = _b(
+    # a buffer filled by doubling copies (crowd outputs: instance 0's vertices copied to 1, then 0-1 to 2-3, ...):
+    # each copy reads what the copies before it wrote (RAW) next to regions they are still writing (no overlap)
+    "replicating copy -> next replicating copy",
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_READ_BIT | S.VK_ACCESS_TRANSFER_WRITE_BIT)
 TRANSFER_TO_ALL = _b(
     "transfer write -> everything",  # after a staging upload: every later use (compute, vertex, index, copy)
     S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,

@@ -19,6 +19,7 @@ objects whose destruction was deferred until then (``retire``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -176,6 +177,7 @@ class Context:
         self._completed = 0              # every serial <= this one has finished on the GPU
         self._retiring: list[_Retiring] = []
         self._pending: list[Callable[[object], None]] = []   # uploads waiting for a host command buffer
+        self._batching = False           # owned contexts inside batched_uploads(): uploads wait in _pending too
         self._finalizers: list[Callable[[], None]] = []      # run after all children (memory blocks)
 
     @property
@@ -526,13 +528,35 @@ class Context:
         """An upload (copy from a staging buffer vkmorph made): owned contexts submit it at once and wait;
         borrowed ones keep it until the host's next command buffer (``record_pending``) and call ``release``
         when the host reports that buffer completed."""
-        if self._owns_device:
+        if self._owns_device and not self._batching:
             try:
                 self.submit_and_wait(record)
             finally:
                 release()
             return
         self._pending.append((record, name, release, target))
+
+    @contextlib.contextmanager
+    def batched_uploads(self):
+        """Owned contexts: the uploads queued inside are recorded into one command buffer, behind one barrier,
+        and submitted once at the end (a build's hundred buffers cost one submit-and-wait, not one each; their
+        staging buffers live until then). Borrowed contexts defer every upload to the host's command buffer
+        anyway: nothing changes. Nested use is one batch; a submit_and_wait inside records the queue first."""
+        if not self._owns_device or self._batching:
+            yield
+            return
+        self._batching = True
+        try:
+            yield
+        finally:
+            self._batching = False
+            if self._pending and not self._destroyed:
+                self.submit_and_wait(lambda cb: None)
+
+    @property
+    def batching_uploads(self) -> bool:
+        """True inside ``batched_uploads`` on an owned context (uploads are then recorded later, together)."""
+        return self._batching
 
     def cancel_uploads(self, target: object) -> None:
         """Drop queued uploads into ``target`` (destroyed before the host recorded them), freeing their staging."""
@@ -642,6 +666,8 @@ class Context:
         cb = self.allocate_command_buffer()
         try:
             self.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+            if self._pending:          # uploads batched so far (batched_uploads) come first
+                self.record_pending(cb)
             record(cb)
             self.end(cb)
             last = self._serial

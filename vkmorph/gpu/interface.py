@@ -229,11 +229,21 @@ CHUNK_STRUCT = Struct("Chunk", CHUNK_HEADER, f"{_GPU_DATA}.CHUNK_HEADER", (
 BLOCK_STRUCT = Struct("Block", BLOCK_ENTRY, f"{_GPU_DATA}.BLOCK_ENTRY", (
     ("slot", "weight slot"), ("first_delta", "index of the block's first delta")))
 
-MORPH_PUSH = np.dtype([("first_chunk", "<u4")])
+# first_instance / instance_slots / instance_vec4: crowds (MorphRuntime(instances=N)): workgroup row y of a
+# dispatch morphs instance first_instance + y, whose weight slots start at (first_instance + y) * instance_slots
+# and whose output at (first_instance + y - output_instance) * instance_vec4 vec4s of the output binding (bound
+# per group of instances that fits maxStorageBufferRange, from instance output_instance on); one instance: zeros.
+MORPH_PUSH = np.dtype([("first_chunk", "<u4"), ("first_instance", "<u4"), ("instance_slots", "<u4"),
+                       ("instance_vec4", "<u4"), ("output_instance", "<u4")])
 NORMALS_PUSH = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4")])
 SKIN_CAPTURE_PUSH = np.dtype([(n, "<u4") for n in ("vertex_count", "stride_words", "position_offset",
                                                    "normal_offset", "tangent_offset", "joints_offset",
                                                    "weights_offset")])
+# crowd compute skinning: per dispatch one primitive, workgroup row y = instance first_instance + y
+CROWD_SKIN_PUSH = np.dtype([(n, "<u4") for n in (
+    "vertex_count", "stride_words", "position_offset", "normal_offset", "tangent_offset", "texcoord_offset",
+    "joints_offset", "weights_offset", "src_first_word", "src_instance_words", "palette_first", "palette_instance",
+    "dst_first_vec4", "dst_instance_vec4", "first_instance")])
 COPY_PUSH = np.dtype([("count", "<u4"), ("xor_mask", "<u4")])
 FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
                       ("camera_pos", "<f4", 4), ("sky", "<f4", 4), ("ground", "<f4", 4), ("viewport", "<f4", 4),
@@ -277,7 +287,11 @@ def _morph(name: str, shader: str, compact: bool, vertex_lists: bool) -> ShaderI
                   Binding("base", 6, STORAGE, c, "vec4", "readonly"),         # 3 per vertex: its first 48 bytes
                   Binding("output", 7, STORAGE, c, "vec4", "writeonly", member="outVec4")) + delta,
         push=PushConstants(Struct("Push", MORPH_PUSH, notes=(
-            ("first_chunk", "chunk of workgroup 0 of this dispatch"),)), c),
+            ("first_chunk", "chunk of workgroup 0 of this dispatch"),
+            ("first_instance", "instance of workgroup row 0 (gl_WorkGroupID.y) of this dispatch"),
+            ("instance_slots", "weight slots (and active bits) per instance, a multiple of 32"),
+            ("instance_vec4", "output vec4s per instance"),
+            ("output_instance", "instance at vec4 0 of the output binding"))), c),
         local_size=CHUNK,
         constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON), ("uint", "CHUNK", CHUNK)))
 
@@ -307,6 +321,20 @@ SKIN_CAPTURE = ShaderInterface(
                       instance="dst")),
     push=PushConstants(Struct("Push", SKIN_CAPTURE_PUSH, notes=(("stride_words", "offsets in 32-bit words"),)),
                        (COMPUTE,)),
+    local_size=64)
+
+CROWD_SKIN = ShaderInterface(
+    "crowd_skin", ("crowd_skin.comp",), "crowd compute skinning: skin once per frame, draw as static vertices",
+    bindings=(Binding("vertices", 0, STORAGE, (COMPUTE,), "uint", "readonly", member="words", instance="src"),
+              Binding("palettes", 1, STORAGE, (COMPUTE,), "mat4", "readonly", member="joints", instance="palette"),
+              Binding("output", 2, STORAGE, (COMPUTE,), "vec4", "writeonly", member="values", block="Out",
+                      instance="dst")),
+    push=PushConstants(Struct("Push", CROWD_SKIN_PUSH, notes=(
+        ("stride_words", "source vertex stride and attribute offsets in 32-bit words"),
+        ("src_instance_words", "words between instances' source vertices (0: shared by every instance)"),
+        ("palette_instance", "mat4s between instances' palettes"),
+        ("dst_instance_vec4", "vec4s between instances' outputs (3 per vertex: the STATIC_VERTEX layout)"))),
+        (COMPUTE,)),
     local_size=64)
 
 COPY = ShaderInterface(
@@ -465,8 +493,8 @@ UI_TARGET = StageLink("ui_target", ("ui.frag",), (),
 STAGE_LINKS: tuple[StageLink, ...] = (SCENE_VARYINGS, SCENE_TARGET, UI_VARYINGS, UI_TARGET)
 
 INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, MORPH_VERTEX, MORPH_COMPACT_VERTEX, NORMALS,
-                                           SKIN_CAPTURE, COPY, SCENE, STATIC_INPUT, SKINNED_INPUT, EXTRA_INPUT, UI,
-                                           UI_INPUT, BAKE)
+                                           SKIN_CAPTURE, CROWD_SKIN, COPY, SCENE, STATIC_INPUT, SKINNED_INPUT,
+                                           EXTRA_INPUT, UI, UI_INPUT, BAKE)
 
 
 # ---------------------------------------------------------------------------------------------------- GLSL

@@ -1,16 +1,21 @@
 """Buffers and memory: device-local buffers with staging upload, persistently mapped host buffers as numpy views.
 
 Buffers are sub-allocated from a few large VkDeviceMemory blocks per memory type (``Allocator``, one per
-Context; first fit with coalescing free lists; a buffer larger than half a block gets a block of its own), so a
-scene with hundreds of characters stays far below maxMemoryAllocationCount (4096 on many drivers).
+Context; first fit over coalescing hole lists that alignment padding never splits; a buffer larger than half a
+block gets a block of its own), so a scene with hundreds of characters stays far below
+maxMemoryAllocationCount (4096 on many drivers).
 ``ctx.allocator.stats()`` reports the counts. Host-visible blocks are mapped once; a host buffer's ``mapped``
 is its slice of the block's mapping.
 
-Uploads go through ``Context.queue_upload``: an owned context submits and waits at once; a borrowed one records
-the copy into the host's next command buffer and frees the staging buffer when the host reports completion.
+Uploads go through ``Context.queue_upload``: an owned context submits and waits at once (inside
+``ctx.batched_uploads()``: all of them in one submission at its end); a borrowed one records the copy into the
+host's next command buffer and frees the staging buffer when the host reports completion. ``upload_replicated``
+fills a buffer with N copies of one array from one staging copy (doubling GPU copies: log2 N commands).
 """
 
 from __future__ import annotations
+
+import bisect
 
 import numpy as np
 
@@ -45,31 +50,43 @@ class _Block:
         if host:
             raw = call("vkMapMemory", ctx.device, self.memory, 0, size, 0, what="memory block")
             self.mapped = np.frombuffer(raw, dtype=np.uint8, count=size)
-        self.free = [[0, size]]   # sorted [offset, size] holes
+        # sorted, disjoint, never adjacent [offset, size] holes; an allocation takes its alignment padding with
+        # it (no sliver holes), so a block only filled has one hole and take() looks at one entry: the cost of an
+        # allocation does not grow with the buffers already placed, only with the holes frees left
+        self.free = [[0, size]]
+        self._spans: dict[int, tuple[int, int]] = {}   # start -> (offset cut from the hole, bytes incl. padding)
         self.used = 0
 
     def take(self, size: int, alignment: int) -> int | None:
         for i, (off, n) in enumerate(self.free):
             start = (off + alignment - 1) // alignment * alignment
-            if start + size > off + n:
+            end = start + size
+            if end > off + n:
                 continue
-            pieces = [p for p in ([off, start - off], [start + size, off + n - start - size]) if p[1] > 0]
-            self.free[i:i + 1] = pieces
+            if end == off + n:
+                del self.free[i]
+            else:
+                self.free[i] = [end, off + n - end]
+            self._spans[start] = (off, end - off)
             self.used += 1
             return start
         return None
 
     def give(self, offset: int, size: int) -> None:
+        """Return the span that started at ``offset`` (with its padding), merged with the holes beside it:
+        a binary search and at most two merges."""
+        off, n = self._spans.pop(offset)
         self.used -= 1
-        self.free.append([offset, size])
-        self.free.sort()
-        merged = [self.free[0]]
-        for off, n in self.free[1:]:
-            if merged[-1][0] + merged[-1][1] == off:
-                merged[-1][1] += n
-            else:
-                merged.append([off, n])
-        self.free = merged
+        free = self.free
+        i = bisect.bisect_left(free, [off, 0])
+        if i > 0 and free[i - 1][0] + free[i - 1][1] == off:
+            i -= 1
+            free[i][1] += n
+        else:
+            free.insert(i, [off, n])
+        if i + 1 < len(free) and free[i][0] + free[i][1] == free[i + 1][0]:
+            free[i][1] += free[i + 1][1]
+            del free[i + 1]
 
     def release(self) -> None:
         if self.mapped is not None:
@@ -223,15 +240,30 @@ def host_buffer(ctx: Context, size: int, usage: int, name: str = "host buffer") 
 def upload(ctx: Context, dst: Buffer, data: np.ndarray, offset: int = 0) -> None:
     """Copy ``data`` into ``dst`` at ``offset`` through a staging buffer: at once on owned contexts (submits and
     waits), in the host's next command buffer on borrowed ones (see Context.queue_upload)."""
+    upload_replicated(ctx, dst, data, 1, offset)
+
+
+def upload_replicated(ctx: Context, dst: Buffer, data: np.ndarray, count: int, offset: int = 0) -> None:
+    """``count`` consecutive copies of ``data`` into ``dst`` from ``offset`` on, through ONE staging copy: the first
+    copy comes from staging, the rest by doubling buffer-to-buffer copies (1 -> 2 -> 4 ...), so the host writes
+    and the staging memory stay those of one copy whatever ``count`` is."""
     raw = _as_bytes(data)
-    staging = host_buffer(ctx, raw.nbytes, TRANSFER_SRC, name=f"staging for {dst.name}")
+    n = raw.nbytes
+    staging = host_buffer(ctx, n, TRANSFER_SRC, name=f"staging for {dst.name}")
     staging.mapped[:] = raw
+    standalone = ctx.owned and not ctx.batching_uploads   # else record_pending adds one barrier after all copies
 
     def record(cb):
-        vk.vkCmdCopyBuffer(cb, staging.handle, dst.handle, 1,
-                           [vk.VkBufferCopy(srcOffset=0, dstOffset=offset, size=raw.nbytes)])
-        if ctx.owned:
-            barriers.record(cb, barriers.TRANSFER_TO_ALL)  # borrowed: record_pending adds one barrier after all copies
+        vk.vkCmdCopyBuffer(cb, staging.handle, dst.handle, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=offset, size=n)])
+        done = 1
+        while done < count:
+            k = min(done, count - done)
+            barriers.record(cb, barriers.REPLICATE_COPIES)
+            vk.vkCmdCopyBuffer(cb, dst.handle, dst.handle, 1, [vk.VkBufferCopy(
+                srcOffset=offset, dstOffset=offset + done * n, size=k * n)])
+            done += k
+        if standalone:
+            barriers.record(cb, barriers.TRANSFER_TO_ALL)
 
     ctx.queue_upload(record, dst.name, staging.destroy, target=dst)
 

@@ -140,13 +140,17 @@ class MorphBatch:
     each primitive at its own aligned offset of one STORAGE | VERTEX buffer (it starts as the full vertices)."""
 
     def __init__(self, ctx: Context, instances: Sequence[PrimitiveInstance], pose: SceneMorphPose, *,
-                 delta_format: str = "full", slots: int = 1, kernel: str = "auto"):
+                 delta_format: str = "full", slots: int = 1, kernel: str = "auto",
+                 copies: int | None = None):
         if delta_format not in DELTA_FORMATS:
             raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
         if kernel not in KERNELS:
             raise UsageError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.ctx, self.pose, self.delta_format, self.slots = ctx, pose, delta_format, int(slots)
         self.kernel_choice = kernel
+        # crowds (an int): instances, each with its own weights and output range, all else shared; None: one
+        self.crowd_layout = copies is not None
+        self.copies = 1 if copies is None else int(copies)
         self.instances = list(instances)
         self.pipeline: ComputePipeline | None = None
         self._owner = Owner(ctx, "morph batch")
@@ -201,7 +205,12 @@ class MorphBatch:
         self.total_vertices = sum(p.vertex_count for p in prims)
         self.total_deltas = data.delta_count
         self._gather = np.concatenate(gather).astype(np.int64)
-        self.gpu_weights = np.zeros(slot, np.float32)
+        # crowds: instance i's weight slots start at i * instance_slots (a multiple of 32, so its active-bit words
+        # are its own); one instance keeps the plain layout (instance_slots unused: the push field stays 0)
+        self.slot_count = slot
+        self.instance_slots = max(32, (slot + 31) // 32 * 32) if self.crowd_layout else 0
+        total_slots = self.copies * self.instance_slots if self.crowd_layout else slot
+        self.gpu_weights = np.zeros(total_slots, np.float32)
         staging = np.zeros(out_bytes, np.uint8)
         for inst, off in zip(self.instances, self.ranges["vertex_offset"]):
             raw = inst.prim.vertices.view(np.uint8)
@@ -217,30 +226,51 @@ class MorphBatch:
         # repeated for every delta (the measured share of the pass is in bench/, lavapipe-vs-previous)
         self.scales = data.scales[:max(1, slot)] if lists and self.delta_format == "compact" else None
         self.weight_words = 4 if self.scales is not None else 1
-        self.gpu_scaled = np.zeros((max(1, slot), 4), np.float32) if self.scales is not None else None
+        self.gpu_scaled = np.zeros((max(1, total_slots), 4), np.float32) if self.scales is not None else None
         if self.delta_format == "compact" and self.scales is None:
             arrays["scales"] = data.scales
         for name, arr in arrays.items():
             buffers[name] = self._own(M.device_buffer(ctx, arr, M.STORAGE, name=f"morph {name}"))
         self.weights = buffers["weights"] = self._own(M.device_buffer(
-            ctx, None, M.STORAGE, size=4 * self.weight_words * max(1, slot), name="morph weights"))
-        self.slot_stride = out_bytes     # output slot k (frames in flight) starts at k * slot_stride
-        self.output = self._own(M.device_buffer(ctx, np.tile(staging, self.slots), M.STORAGE | M.VERTEX,
+            ctx, None, M.STORAGE, size=4 * self.weight_words * max(1, total_slots), name="morph weights"))
+        # output slot k (frames in flight) starts at k * slot_stride; instance i of it i * instance_stride later
+        self.instance_stride = out_bytes
+        self.slot_stride = out_bytes * self.copies
+        # every slot and instance starts as the file's vertices: one staging copy, replicated on the GPU
+        self.output = self._own(M.device_buffer(ctx, None, M.STORAGE | M.VERTEX, size=self.slots * self.slot_stride,
                                                 name="morph output vertices"))
+        M.upload_replicated(ctx, self.output, staging, self.slots * self.copies)
         # per-vertex kernel: bit s of the active-bit words = weight slot s is non-zero (+ a spare word it may read)
-        self.active_bits = np.zeros((slot + 31) // 32 + 1 if lists else 0, np.uint32)
+        self.active_bits = np.zeros((total_slots + 31) // 32 + 1 if lists else 0, np.uint32)
         if lists:
             self.active = buffers["active_bits"] = self._own(M.device_buffer(
                 ctx, None, M.STORAGE, size=self.active_bits.nbytes, name="morph active target bits"))
         self.gpu_bytes = {name: b.size for name, b in buffers.items()}
         self.gpu_bytes["output"] = self.output.size
-        self.pipeline = self._own(ComputePipeline(ctx, self.kernel, max_sets=self.slots))
-        self.descriptor_sets = []
+        # A crowd's output range can exceed maxStorageBufferRange (128 MiB on lavapipe: 1,600 RobotExpressives):
+        # instances' outputs are bound in groups that fit, one descriptor set per (slot, group); a dispatch never
+        # spans two groups and its output_instance is its group's first instance (weights stay bound whole).
+        limit = int(ctx.info.limits.get("maxStorageBufferRange", 1 << 31))
+        if self.crowd_layout:
+            if out_bytes > limit:
+                raise UsageError(f"one instance's morph output ({out_bytes} B) exceeds this device's "
+                                 f"maxStorageBufferRange ({limit} B)")
+            self.group_instances = min(self.copies, max(1, limit // max(out_bytes, 1)))
+        else:
+            self.group_instances = 1
+        groups = -(-self.copies // self.group_instances)
+        self.pipeline = self._own(ComputePipeline(ctx, self.kernel, max_sets=self.slots * groups))
+        self.descriptor_sets = []          # slot k (plain) / [slot k][group g] (crowd)
         for k in range(self.slots):
-            buffers["output"] = (self.output, k * out_bytes, max(out_bytes, 16))
-            self.descriptor_sets.append(self.pipeline.make_set(buffers))
-            if k == 0:
-                self.buffers = dict(buffers)
+            per_group = []
+            for g in range(groups):
+                first = g * self.group_instances
+                n = min(self.group_instances, self.copies - first) if self.crowd_layout else 1
+                buffers["output"] = (self.output, k * self.slot_stride + first * out_bytes, max(n * out_bytes, 16))
+                per_group.append(self.pipeline.make_set(buffers))
+                if k == 0 and g == 0:
+                    self.buffers = dict(buffers)
+            self.descriptor_sets.append(per_group if self.crowd_layout else per_group[0])
         self._chunk_total = len(data.chunks)
 
     # ------------------------------------------------------------------ per frame
@@ -314,6 +344,79 @@ class MorphBatch:
             self.pipeline.push(cb, base + k * PUSH.itemsize, PUSH.itemsize)
             vk.vkCmdDispatch(cb, groups, 1, 1)
         out.calls = len(pieces)
+        return out
+
+    # ------------------------------------------------------------------ per frame, crowds
+    def instance_runs(self, rows: np.ndarray, gap: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(first instance, count) of the runs of consecutive ``rows`` (ascending; gaps up to ``gap`` bridged)."""
+        return merged_ranges(self._instance_first, self._instance_one, rows, gap)
+
+    @property
+    def _instance_first(self) -> np.ndarray:
+        return np.arange(self.copies, dtype=np.int64)
+
+    @property
+    def _instance_one(self) -> np.ndarray:
+        return np.ones(self.copies, np.int64)
+
+    def record_crowd_uploads(self, cb, rows: np.ndarray, weights: np.ndarray) -> int:
+        """Gather the weights of the changed instances ``rows`` (ascending) from the crowd's (instances, pose
+        slots) array and record their upload: one vkCmdUpdateBuffer per run of consecutive instances (per 64 KiB),
+        their active-bit words likewise; all numpy over the rows, no Python work per instance. Returns bytes."""
+        Sp, S = self.instance_slots, self.slot_count
+        g = self.gpu_weights.reshape(self.copies, Sp)
+        g[rows, :S] = weights[rows][:, self._gather]
+        # rows in a bridged gap were uploaded at their current values (unchanged since), so rewriting is harmless
+        firsts, counts = self.instance_runs(rows, max(0, UPLOAD_GAP_SLOTS // max(Sp, 1) - 1))
+        runs = list(zip(firsts.tolist(), counts.tolist()))
+        if self.gpu_scaled is not None:
+            gs = self.gpu_scaled.reshape(self.copies, Sp, 4)
+            gs[rows, :S] = g[rows, :S, None] * self.scales[None, :S]
+            n = sum(self._update(cb, self.weights, 4 * f * Sp, self.gpu_scaled[f * Sp:(f + c) * Sp].reshape(-1))
+                    for f, c in runs)
+        else:
+            n = sum(self._update(cb, self.weights, f * Sp, self.gpu_weights[f * Sp:(f + c) * Sp]) for f, c in runs)
+        if len(self.active_bits):
+            W = Sp // 32
+            words = self.active_bits[:self.copies * W].reshape(self.copies, W)
+            words[rows] = np.packbits(g[rows] != 0, axis=1, bitorder="little").view(np.uint32)
+            n += sum(self._update(cb, self.active, f * W, self.active_bits[f * W:(f + c) * W]) for f, c in runs)
+        return n
+
+    def record_crowd_dispatches(self, cb, rows: np.ndarray, slot: int = 0) -> Dispatched:
+        """Morph every chunk of the changed instances ``rows`` into output ``slot``: per run of consecutive
+        instances one dispatch (chunks x instances; split at MAX_GROUPS either way), workgroup row y morphing
+        instance first_instance + y."""
+        firsts, counts = self.instance_runs(rows)
+        out = Dispatched(ranges=len(firsts), groups=int(self._chunk_total * counts.sum()))
+        if not out.groups:
+            return out
+        G = self.group_instances
+        chunk_pieces = [(c, min(MAX_GROUPS, self._chunk_total - c)) for c in range(0, self._chunk_total, MAX_GROUPS)]
+        row_pieces = []        # (first instance, rows): within one binding group and MAX_GROUPS rows
+        for f, n in zip(firsts.tolist(), counts.tolist()):
+            r = f
+            while r < f + n:
+                end = min(f + n, (r // G + 1) * G, r + MAX_GROUPS)
+                row_pieces.append((r, end - r))
+                r = end
+        push = np.zeros(len(chunk_pieces) * len(row_pieces), PUSH)
+        push["first_chunk"] = np.tile([c for c, _ in chunk_pieces], len(row_pieces))
+        push["first_instance"] = np.repeat([r for r, _ in row_pieces], len(chunk_pieces))
+        push["output_instance"] = np.repeat([r // G * G for r, _ in row_pieces], len(chunk_pieces))
+        push["instance_slots"] = self.instance_slots
+        push["instance_vec4"] = self.instance_stride // 16
+        base = vk.ffi.cast("char *", M.cffi_pointer(push))
+        k, bound = 0, -1
+        for r, nrows in row_pieces:
+            if r // G != bound:
+                bound = r // G
+                self.pipeline.bind(cb, self.descriptor_sets[slot][bound])
+            for _c, groups in chunk_pieces:
+                self.pipeline.push(cb, base + k * PUSH.itemsize, PUSH.itemsize)
+                vk.vkCmdDispatch(cb, groups, nrows, 1)
+                k += 1
+        out.calls = k
         return out
 
     @staticmethod

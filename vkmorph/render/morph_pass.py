@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..anim.crowd import CrowdState
 from ..anim.scene_state import SceneState
 from ..anim.skeleton import Skeleton
 from ..asset.model import MeshPrimitiveAsset, SceneAsset
@@ -40,6 +41,7 @@ from ..gpu.vk import vk
 from ..morph.bounds import ClusterBounds
 from ..morph.gpu_data import DELTA_FORMATS
 from ..morph.state import AppliedVersions
+from .crowd_draws import CrowdDrawList, build_crowd_draw_lists
 from .draw_list import Draw, DrawList, VertexInput, build_draw_lists, vertex_input_of
 from .morph_batch import KERNELS, MorphBatch
 
@@ -57,6 +59,7 @@ class FrameCounters:
     bytes_uploaded: int = 0
     barriers: int = 0        # pipeline barriers recorded
     pose_skipped: bool = False
+    instances_dispatched: int = 0   # crowds: instances whose weights moved (each morphs all its primitives)
     uploads: int = 0         # first-use uploads recorded (borrowed contexts)
     serial: int = 0          # the serial of this recording (0: nothing recorded); report it via ctx.completed()
     slot: int = 0
@@ -102,10 +105,16 @@ class MorphRuntime:
     ``weight_range``: allowed weights (None: the file's, at least [0, 1]; the conservative bounds follow it);
     ``clamp``: clamp weights outside it with a warning instead of raising ``UsageError``.
     ``kernel``: "auto" (the device and the batch's block fill pick), "workgroup" or "per-vertex".
+    ``instances``: N (>= 1) makes a crowd: N instances of the scene sharing its base vertices, deltas, index
+    buffers, pipeline and descriptor sets, each with its own weights, skeleton pose, transform and morph output
+    range (``rt.crowd``, an ``anim/crowd.CrowdState``; ``rt.crowd[i].set_weights(node, w)``); ``record`` then
+    uploads and dispatches only the instances whose weights moved (one dispatch per run of consecutive ones)
+    and ``crowd_draws(slot)`` replaces ``draws``. Memory grows by each instance's morph output (and palette).
     """
 
     def __init__(self, ctx: Context, scene: SceneAsset, *, weight_range: tuple[float, float] | None = None,
-                 delta_format: str = "full", slots: int = 1, clamp: bool = False, kernel: str = "auto"):
+                 delta_format: str = "full", slots: int = 1, clamp: bool = False, kernel: str = "auto",
+                 instances: int | None = None):
         if not isinstance(ctx, Context):
             raise UsageError(f"MorphRuntime needs a vkmorph Context (Context.create or Context.from_external), "
                              f"got {type(ctx).__name__}")
@@ -121,6 +130,10 @@ class MorphRuntime:
         self.ctx, self.scene, self.delta_format, self.slots = ctx, scene, delta_format, int(slots)
         self.kernel = kernel
         self.state = SceneState(scene, weight_range=weight_range, clamp=clamp)   # None: the file's range
+        # a crowd: the instances' state; rt.state stays the template (names, range, rules, instance defaults)
+        self.crowd = CrowdState(scene, instances, self.pose) if instances is not None else None
+        self.instance_count = 1 if self.crowd is None else self.crowd.count
+        self._crowd_draws: list[CrowdDrawList] = []
         self.batch: MorphBatch | None = None
         self.instances: list[PrimitiveInstance] = []
         self.morphing: list[PrimitiveInstance] = []
@@ -140,10 +153,18 @@ class MorphRuntime:
             names.setdefault(n.name, []).append(i)
         self._names = names
         try:
-            self._build()
+            with ctx.batched_uploads():     # owned contexts: one submission for every buffer of the build
+                self._build()
         except BaseException:
             self._release()
             raise
+        if self.crowd is not None:   # per instance: the version of its weights each slot applied
+            self._applied = AppliedVersions(np.arange(self.crowd.count), self.slots)
+            self._crowd_draws = build_crowd_draw_lists(
+                self.instances, scene, self.crowd,
+                [[self._offset(i, k) for i in self.instances] for k in range(self.slots)],
+                [self.batch.instance_stride if i.is_morphing else 0 for i in self.instances])
+            return
         self._applied = AppliedVersions([inst.node for inst in self.morphing], self.slots)
         self._draw_lists = build_draw_lists(self.instances, scene, self.skeleton,
                                             [[self._offset(i, k) for i in self.instances] for k in range(self.slots)])
@@ -172,7 +193,8 @@ class MorphRuntime:
                                                                    name=f"vertices n{node_i}p{p_i}"))
         if self.morphing:
             self.batch = self._owner.own(MorphBatch(ctx, self.morphing, self.pose, delta_format=self.delta_format,
-                                                    slots=self.slots, kernel=self.kernel))
+                                                    slots=self.slots, kernel=self.kernel,
+                                                    copies=None if self.crowd is None else self.crowd.count))
             self.gpu_bytes = self.batch.gpu_bytes
             for inst, r in zip(self.morphing, self.batch.ranges):
                 inst.vertex_buffer = self.batch.output
@@ -248,6 +270,9 @@ class MorphRuntime:
     def set_weights(self, node: int | str, weights) -> bool:
         """Set a node's morph weights (all its primitives); True when anything changed."""
         self._check("set_weights")
+        if self.crowd is not None:
+            raise UsageError("a crowd runtime (instances=N): set an instance's weights with "
+                             "rt.crowd[i].set_weights(node, weights)")
         n = self.node_index(node)
         if isinstance(weights, Mapping):   # {target name or index: weight}
             return self.pose.set_weights(n, weights)
@@ -277,6 +302,8 @@ class MorphRuntime:
             c.uploads = self.ctx.record_pending(cb)
             c.barriers += 1
             c.serial = self._last_serial = self.ctx.last_serial
+        if self.crowd is not None:
+            return self._record_crowd(cb, c, consumer, emit_barrier)
         pose, applied = self.pose, self._applied
         if not self.morphing or applied.up_to_date(slot, pose.version):           # level 1: one compare
             c.pose_skipped, c.skipped = True, len(self.morphing)
@@ -307,6 +334,49 @@ class MorphRuntime:
         self.last_counters = c
         return c
 
+    def _record_crowd(self, cb, c: FrameCounters, consumer: str, emit_barrier: bool) -> FrameCounters:
+        """``record`` for a crowd: level 1 the crowd's version, level 2 one compare over the instances' weight
+        versions; only the changed instances are uploaded and dispatched (all their primitives)."""
+        crowd, applied, slot = self.crowd, self._applied, c.slot
+        P = len(self.morphing)
+        if not P or applied.up_to_date(slot, crowd.version):
+            c.pose_skipped, c.skipped = True, P * crowd.count
+            self.last_counters = c
+            return c
+        rows, cur = applied.changed(slot, crowd.weight_versions)
+        c.skipped = P * (crowd.count - len(rows))
+        if not len(rows):
+            applied.applied(slot, crowd.version)
+            self.last_counters = c
+            return c
+        if not c.serial:
+            c.serial = self._last_serial = self.ctx.next_serial()
+        guard = barriers.PREVIOUS_FRAME_TO_MORPH if self.slots == 1 else barriers.PREVIOUS_MORPH_TO_MORPH
+        c.barriers += barriers.record(cb, guard)
+        c.bytes_uploaded = self.batch.record_crowd_uploads(cb, rows, crowd._weights)
+        c.barriers += barriers.record(cb, barriers.TRANSFER_TO_COMPUTE)
+        d = self.batch.record_crowd_dispatches(cb, rows, slot)
+        c.dispatch_calls, c.dispatch_ranges, c.groups = d.calls, d.ranges, d.groups
+        c.final_barrier = barriers.CONSUMERS[consumer]
+        if emit_barrier:
+            c.barriers += barriers.record(cb, c.final_barrier)
+            c.final_barrier_recorded = True
+        c.dispatched, c.instances_dispatched = P * len(rows), len(rows)
+        applied.applied(slot, crowd.version, rows, cur)    # only now: what was really recorded
+        self.last_counters = c
+        return c
+
+    def crowd_draws(self, slot: int = 0) -> CrowdDrawList:
+        """A crowd's draws of output ``slot`` (``render/crowd_draws.py``): one ``CrowdDraw`` per primitive with
+        every instance's vertex offset, model matrix and palette as arrays; refreshed only for instances whose
+        pose or transform moved."""
+        self._check("crowd_draws")
+        if self.crowd is None:
+            raise UsageError("crowd_draws() is for crowds (MorphRuntime(..., instances=N)); use draws()")
+        dl = self._crowd_draws[self._slot(slot)]
+        dl.refresh()
+        return dl
+
     # ------------------------------------------------------------------ queries
     def instance(self, node: int | str, primitive: int = 0) -> PrimitiveInstance:
         self._check("instance")
@@ -328,8 +398,10 @@ class MorphRuntime:
         inst = self.instance(node, primitive)
         return self._offset(inst, self._slot(slot))
 
-    def _offset(self, inst: PrimitiveInstance, slot: int) -> int:
-        return inst.vertex_offset + (slot * self.batch.slot_stride if inst.is_morphing else 0)
+    def _offset(self, inst: PrimitiveInstance, slot: int, instance: int = 0) -> int:
+        if not inst.is_morphing:
+            return inst.vertex_offset      # shared by every slot and instance
+        return inst.vertex_offset + slot * self.batch.slot_stride + instance * self.batch.instance_stride
 
     def index_buffer(self, node: int | str, primitive: int = 0):
         """VkBuffer of uint32 triangle-list indices."""
@@ -379,6 +451,8 @@ class MorphRuntime:
         palettes of the runtime's skeleton at its current pose. Built once; refreshed in place where the skeleton
         moved (an unchanged frame costs one compare). ``skeleton=``: another skeleton, built afresh (slow)."""
         self._check("draws")
+        if self.crowd is not None:
+            raise UsageError("a crowd runtime (instances=N) draws with crowd_draws(slot)")
         slot = self._slot(slot)
         if skeleton is None or skeleton is self.skeleton:
             dl = self._draw_lists[slot]
@@ -387,25 +461,32 @@ class MorphRuntime:
         return build_draw_lists(self.instances, self.scene, skeleton,
                                 [[self._offset(i, slot) for i in self.instances]])[0]
 
-    def read_vertices(self, node, primitive: int = 0, slot: int = 0) -> np.ndarray:
-        """Read a primitive's vertices back. Blocking convenience of owned contexts (submits and waits); on a
-        borrowed context use record_readback()."""
+    def read_vertices(self, node, primitive: int = 0, slot: int = 0, *, instance: int = 0) -> np.ndarray:
+        """Read a primitive's vertices back (of crowd ``instance``). Blocking convenience of owned contexts
+        (submits and waits); on a borrowed context use record_readback()."""
         self._check("read_vertices")
         inst = node if isinstance(node, PrimitiveInstance) else self.instance(node, primitive)
         if not self.ctx.owned:
             raise UsageError("read_vertices submits and waits, which vkmorph never does on a borrowed context: "
                              "use rt.record_readback(cb, node) and .vertices() after your fence")
         raw = M.readback(self.ctx, inst.vertex_buffer, np.uint8, count=inst.vertex_bytes,
-                         offset=self._offset(inst, self._slot(slot)))
+                         offset=self._offset(inst, self._slot(slot), self._instance(instance)))
         return raw.view(inst.prim.vertices.dtype)
 
-    def record_readback(self, cb, node, primitive: int = 0, slot: int = 0) -> Readback:
-        """Record a copy of a primitive's vertices (output ``slot``) into a host-visible buffer, in ``cb``; read
-        it with ``.vertices()`` once the host reported the returned serial complete (ctx.completed)."""
+    def record_readback(self, cb, node, primitive: int = 0, slot: int = 0, *, instance: int = 0) -> Readback:
+        """Record a copy of a primitive's vertices (output ``slot``, crowd ``instance``) into a host-visible
+        buffer, in ``cb``; read it with ``.vertices()`` once the host reported the returned serial complete
+        (ctx.completed)."""
         self._check("record_readback")
         self.ctx.check_command_buffer(cb, "MorphRuntime.record_readback")
         inst = node if isinstance(node, PrimitiveInstance) else self.instance(node, primitive)
-        return Readback(self.ctx, cb, inst, self._offset(inst, self._slot(slot)))
+        return Readback(self.ctx, cb, inst, self._offset(inst, self._slot(slot), self._instance(instance)))
+
+    def _instance(self, instance) -> int:
+        if isinstance(instance, bool) or not isinstance(instance, (int, np.integer)) or \
+                not 0 <= instance < self.instance_count:
+            raise UsageError(f"instance must be an int in [0, {self.instance_count}), got {instance!r}")
+        return int(instance)
 
     # ------------------------------------------------------------------ teardown
     def _release(self) -> None:

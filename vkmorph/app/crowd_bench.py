@@ -1,0 +1,253 @@
+"""The benchmark's crowd section: N instances of RobotExpressive in one ``MorphRuntime(instances=N)``, every
+instance changing its weights and its pose every frame (each at its own clip time and speed), against a frame
+where nothing changed.
+
+Per N: build time; per frame the CPU of animation (``CrowdState.play`` + ``set_all_weights``: vectorized
+sampling over instances), palettes and model matrices (``crowd_draws().refresh()``) and ``record()``, each as
+thread CPU time with wall time beside it (median of the frames); GPU ms of the morph pass (timestamps around
+the recorded frame, one frame per submission); memory per instance (GPU: its morph outputs and weight slots;
+CPU: its state). Only the morph pass exists for crowds so far: skinning, shadow and forward passes of crowds
+are not measured here (the vertex-shader path draws them per instance; nothing records that yet).
+
+``python -m vkmorph.app.crowd_bench [--quick] [--json OUT] [--markdown OUT]`` runs it alone;
+``vkmorph bench --only crowd`` likewise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from ..errors import UsageError
+
+MODEL = "RobotExpressive"
+COUNTS, COUNTS_QUICK = (1, 100, 1000, 10000), (1, 100, 1000)
+
+
+def _timed(fn):
+    c0, w0 = time.thread_time(), time.perf_counter()
+    out = fn()
+    return out, 1e3 * (time.thread_time() - c0), 1e3 * (time.perf_counter() - w0)
+
+
+def crowd_costs(ctx, timer, counts=COUNTS, frames: int = 8) -> list[dict]:
+    from .. import load_scene
+    from .bench import find_model
+
+    path = find_model(MODEL)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    clip = max(scene.animations, key=lambda c: len(c.node_channels)) if scene.animations else None
+    return [_crowd_row(ctx, timer, scene, clip, N, frames) for N in counts]
+
+
+def _crowd_row(ctx, timer, scene, clip, N: int, frames: int) -> dict:
+    from ..render.crowd_skin import CrowdSkinning
+    from ..render.morph_pass import MorphRuntime
+
+    rng = np.random.default_rng(N)
+    rt, build_cpu, build_wall = _timed(lambda: MorphRuntime(ctx, scene, instances=N))
+    skin, skin_skipped = None, ""
+    try:
+        try:
+            skin = CrowdSkinning(rt, passes=3, path="compute")  # skin once per frame (shadow, forward, outline)
+        except UsageError as exc:                              # too large to bind on this device: morph only
+            skin_skipped = str(exc)
+        crowd = rt.crowd
+        duration = clip.duration if clip else 1.0
+        phase = rng.random(N) * duration
+        speed = 0.8 + 0.4 * rng.random(N)
+        base_w = rng.random(crowd.weights.shape)
+        lo, hi = rt.pose.weight_range
+        stats: dict[str, list[float]] = {}
+
+        def frame(f: int, changing: bool):
+            ft = f if changing else 0
+            t = (phase + speed * ft / 30.0) % duration
+            w = lo + (hi - lo) * base_w * (0.5 + 0.5 * np.sin(0.3 * ft + 6.0 * base_w))
+            if changing:      # unchanged frames: the host changes nothing (its clips paused)
+                _, cpu_a, wall_a = _timed(lambda: (crowd.play(clip, t), crowd.set_all_weights(w)))
+            else:
+                cpu_a = wall_a = 0.0
+            _, cpu_p, wall_p = _timed(lambda: rt.crowd_draws(0))
+            rec = {}
+
+            def seg(cb):
+                rec["c"], rec["cpu"], rec["wall"] = _timed(lambda: rt.record(cb, consumer="compute"))
+
+            def seg_skin(cb):
+                rec["skinned"], rec["skin_cpu"], rec["skin_wall"] = _timed(lambda: skin.record(cb)) if skin \
+                    else (0, 0.0, 0.0)
+            gpu_ms, skin_ms = timer.run([seg, seg_skin], 1)
+            key = "changed" if changing else "unchanged"
+            for name, v in (("anim_cpu", cpu_a), ("anim_wall", wall_a), ("palette_cpu", cpu_p),
+                            ("palette_wall", wall_p), ("record_cpu", rec["cpu"]), ("record_wall", rec["wall"]),
+                            ("gpu", gpu_ms), ("instances_dispatched", rec["c"].instances_dispatched),
+                            ("skin_cpu", rec["skin_cpu"]), ("skin_gpu", skin_ms), ("skinned", rec["skinned"])):
+                stats.setdefault(f"{key}_{name}", []).append(v)
+
+        for f in range(frames + 1):   # the first leaves the rest pose (dropped below)
+            frame(f, True)
+        for _ in range(frames + 1):   # nothing changed (the first of them still records the last change)
+            frame(0, False)
+        b = rt.batch
+        row = {"instances": N, "build_cpu_ms": build_cpu, "build_wall_ms": build_wall,
+               "gpu_bytes_per_instance": b.instance_stride * rt.slots
+               + 4 * b.weight_words * b.instance_slots + b.instance_slots // 8,
+               "palette_bytes_per_instance": int(sum(p[0].nbytes for p in crowd._palettes.values())),
+               "cpu_state_bytes_per_instance": int(crowd._weights[0].nbytes + sum(a[0].nbytes for a in crowd._local)
+                                                   + crowd._transform[0].nbytes + crowd._world[:, 0].nbytes),
+               "frames": frames}
+        for k, v in stats.items():
+            row[k] = float(np.median(v[1:]))
+        if skin is not None:
+            row["skinned_bytes_per_instance"] = int(sum(48 * i.prim.vertex_count for i in skin.items))
+        else:
+            row["skinning_skipped"] = skin_skipped
+        return row
+    finally:
+        if skin is not None:
+            skin.destroy()
+        rt.destroy()
+        ctx.wait_idle()
+
+
+def changed_scaling(ctx, timer, N: int = 1000, ks=(1, 10, 100, 1000), frames: int = 4) -> list[dict]:
+    """k of N instances changing weights and pose per frame (every k-th one... spread over the crowd): CPU of
+    the crowd's setters + palettes + record, GPU ms of the morph pass; cost should follow k, not N."""
+    from .. import load_scene
+    from ..render.morph_pass import MorphRuntime
+    from .bench import find_model
+
+    path = find_model(MODEL)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    clip = max(scene.animations, key=lambda c: len(c.node_channels)) if scene.animations else None
+    rt = MorphRuntime(ctx, scene, instances=N)
+    out = []
+    try:
+        crowd, rng = rt.crowd, np.random.default_rng(0)
+        ctx.submit_and_wait(lambda cb: rt.record(cb))
+        rt.crowd_draws(0)
+        for k in ks:
+            rows = np.linspace(0, N - 1, k).astype(np.int64)
+            cpu, gpu, disp = [], [], []
+            for f in range(frames + 1):
+                w = rng.random((k, crowd.weights.shape[1])) * rt.pose.weight_range[1]
+                t = rng.random(k) * (clip.duration if clip else 1.0)
+                c0 = time.thread_time()
+                crowd.play(clip, t, rows=rows)
+                crowd.set_all_weights(w, rows=rows)
+                rt.crowd_draws(0)
+                rec = {}
+
+                def seg(cb, rec=rec):
+                    rec["c"] = rt.record(cb)
+                    rec["cpu"] = time.thread_time()
+                ms = timer.run([seg], 1)[0]
+                if f:
+                    cpu.append(1e3 * (rec["cpu"] - c0))
+                    gpu.append(ms)
+                    disp.append(rec["c"].instances_dispatched)
+            out.append({"instances": N, "changed": k, "cpu_ms": float(np.median(cpu)), "gpu_ms": float(np.median(gpu)),
+                        "instances_dispatched": int(np.median(disp))})
+    finally:
+        rt.destroy()
+        ctx.wait_idle()
+    return out
+
+
+def crowd_line(c: dict) -> str:
+    return (f"crowd {c['instances']:>6,}: changing {c['changed_anim_cpu']:.2f} + {c['changed_palette_cpu']:.2f} + "
+            f"{c['changed_record_cpu']:.2f} ms CPU (anim + palettes + record; wall {c['changed_anim_wall']:.2f} + "
+            f"{c['changed_palette_wall']:.2f} + {c['changed_record_wall']:.2f}), GPU morph {c['changed_gpu']:.3f} ms, "
+            f"compute skinning {c.get('changed_skin_gpu', 0.0):.3f} ms GPU "
+            f"({c.get('changed_skin_cpu', 0.0):.2f} ms CPU); "
+            f"unchanged {c['unchanged_anim_cpu'] + c['unchanged_palette_cpu'] + c['unchanged_record_cpu']:.3f} ms "
+            f"CPU; build {c['build_wall_ms']:.0f} ms wall ({c['build_cpu_ms']:.0f} CPU); per instance "
+            f"{c['gpu_bytes_per_instance'] / 1024:.1f} KiB GPU + {c['palette_bytes_per_instance'] / 1024:.1f} KiB "
+            f"palette")
+
+
+def crowd_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    out = [f"Crowds ({MODEL} x N in one runtime, every instance changing weights and pose every frame; median of "
+           f"{rows[0]['frames']} frames; CPU = thread CPU time, wall in brackets):", "",
+           "| instances | anim ms | palettes ms | record ms | GPU morph ms | skinning: record ms CPU, GPU ms | "
+           "unchanged frame ms (CPU) | instances dispatched | build ms wall (CPU) | GPU KiB / instance | "
+           "palette KiB / instance |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in rows:
+        unchanged = (c["unchanged_anim_cpu"] + c["unchanged_palette_cpu"] + c["unchanged_record_cpu"]
+                     + c.get("unchanged_skin_cpu", 0.0))
+        out.append(f"| {c['instances']:,} | {c['changed_anim_cpu']:.2f} ({c['changed_anim_wall']:.2f}) | "
+                   f"{c['changed_palette_cpu']:.2f} ({c['changed_palette_wall']:.2f}) | "
+                   f"{c['changed_record_cpu']:.3f} ({c['changed_record_wall']:.3f}) | {c['changed_gpu']:.3f} | "
+                   + ("skipped: bindings over maxStorageBufferRange" if "skinning_skipped" in c else
+                      f"{c.get('changed_skin_cpu', 0.0):.2f}, {c.get('changed_skin_gpu', 0.0):.3f}")
+                   + f" | {unchanged:.3f} | "
+                   f"{c['changed_instances_dispatched']:.0f} / "
+                   f"{c['unchanged_instances_dispatched']:.0f} | {c['build_wall_ms']:.0f} ({c['build_cpu_ms']:.0f}) | "
+                   f"{c['gpu_bytes_per_instance'] / 1024:.1f} | {c['palette_bytes_per_instance'] / 1024:.1f} |")
+    return out
+
+
+def changed_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    out = ["", f"k of {rows[0]['instances']:,} instances changing weights and pose per frame (CPU: setters + "
+           "palettes + record, thread time):", "", "| changed | CPU ms | GPU morph ms | instances dispatched |",
+           "|---|---|---|---|"]
+    out += [f"| {d['changed']:,} | {d['cpu_ms']:.2f} | {d['gpu_ms']:.3f} | {d['instances_dispatched']:,} |"
+            for d in rows]
+    return out
+
+
+def main(argv=None) -> int:
+    from ..gpu.context import Context
+    from .bench import WindowTimer, driver_string
+
+    ap = argparse.ArgumentParser(prog="python -m vkmorph.app.crowd_bench")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    ap.add_argument("--only-changed", action="store_true", help="only the k-of-N changed rows")
+    args = ap.parse_args(argv)
+    ctx = Context.create(echo_messages=True)
+    try:
+        timer = WindowTimer(ctx)
+        report = {"device": ctx.info.name, "driver": driver_string(ctx), "date": time.strftime("%Y-%m-%d %H:%M"),
+                  "crowd": []}
+        for N in (COUNTS_QUICK if args.quick else COUNTS):
+            rows = [] if args.only_changed else crowd_costs(ctx, timer, (N,))
+            report["crowd"] += rows
+            for c in rows:
+                print(crowd_line(c), flush=True)
+        report["changed_scaling"] = changed_scaling(ctx, timer, 100 if args.quick else 1000,
+                                                    (1, 10, 100) if args.quick else (1, 10, 100, 1000))
+        for d in report["changed_scaling"]:
+            print(f"{d['changed']:>5} of {d['instances']} instances changing: {d['cpu_ms']:.2f} ms CPU (setters, "
+                  f"palettes, record), GPU morph {d['gpu_ms']:.3f} ms, {d['instances_dispatched']} dispatched",
+                  flush=True)
+        timer.destroy()
+    finally:
+        ctx.destroy()
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2)
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write("\n".join([f"# vkmorph crowd bench, {report['date']}, {report['device']} "
+                                f"(driver {report['driver']})", ""] + crowd_markdown(report["crowd"])
+                               + changed_markdown(report.get("changed_scaling", []))) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""Skin once, draw many: compute skinning of a crowd's skinned primitives (glsl/crowd_skin.comp).
+
+After the morph pass, every changed instance's vertices of each compute-path primitive are skinned once by its
+own palette into a per-slot output buffer in the ``STATIC_VERTEX`` layout (world space), which every pass
+(shadow, forward, outline) then draws as plain vertices with an identity model matrix, instead of skinning the
+same vertices again in each pass's vertex shader. The vertex-shader path stays; the choice is per primitive.
+
+Byte cost model (per vertex, ``skinning_cost``): vertex-shader skinning reads the vertex and four palette
+matrices in every pass, ``passes x (stride + 4 x 64)``; compute skinning reads them once and writes 48 bytes,
+then every pass reads 48 bytes: ``stride + 4 x 64 + 48 + passes x 48``. With two or more passes compute wins
+for every layout vkmorph has; ``path="vertex"`` / ``"compute"`` forces one (the model is stated, not tuned on
+a device: the benchmark has not measured it yet).
+
+Per frame (``record(cb, slot)``, after ``rt.record(cb, slot=slot, consumer="compute")`` in the same command
+buffer): instances whose weights or pose moved since this slot was skinned get their palettes written into
+this slot's host-visible palette buffer (the host must have waited for the frame that last used this slot:
+the frames-in-flight rule) and are dispatched, one dispatch per primitive and run of consecutive instances,
+between ``COMPUTE_TO_COMPUTE`` (the morph output written, read here) and ``COMPUTE_TO_VERTEX`` (read as vertex
+input by the draws). Unchanged instances cost nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..asset.model import STATIC_VERTEX, attribute_offsets_words
+from ..errors import UsageError
+from ..gpu import barriers
+from ..gpu import memory as M
+from ..gpu.context import Owner
+from ..gpu.interface import CROWD_SKIN, CROWD_SKIN_PUSH
+from ..gpu.pipeline import ComputePipeline
+from ..gpu.vk import vk
+from ..morph.state import AppliedVersions
+from .draw_list import VertexInput, vertex_input_of
+from .morph_batch import MAX_GROUPS, merged_ranges
+from .skin_cost import PATHS, SKINNED_OUT_BYTES, choose_path, skinning_cost  # noqa: F401 -- re-exported
+
+
+@dataclass
+class SkinnedCrowdDraw:
+    """A compute-skinned primitive for every instance: world-space STATIC_VERTEX vertices, identity model."""
+
+    node: int
+    primitive: int
+    vertex_buffer: object      # VkBuffer (this slot's skinned output)
+    vertex_offset: int         # bytes: instance 0
+    instance_stride: int       # bytes between instances
+    vertex_count: int
+    vertex_input: VertexInput
+    index_buffer: object
+    index_count: int
+
+    def offset_of(self, instance: int) -> int:
+        return self.vertex_offset + instance * self.instance_stride
+
+
+class CrowdSkinning:
+    """Compute skinning of a crowd runtime's skinned primitives (see the module docstring). ``passes``: how
+    many passes draw each primitive (the cost model's input); ``path``: "auto" (the model), or forced."""
+
+    def __init__(self, rt, *, passes: int = 2, path: str = "auto"):
+        if rt.crowd is None:
+            raise UsageError("CrowdSkinning needs a crowd runtime: MorphRuntime(..., instances=N)")
+        self.rt, self.ctx, self.crowd = rt, rt.ctx, rt.crowd
+        self.passes, self.path_choice = int(passes), path
+        self.paths = {(inst.node, inst.prim_index): choose_path(inst.prim.vertices.dtype.itemsize, passes, path)
+                      for inst in rt.instances if inst.prim.is_skinned}
+        self.items = [inst for inst in rt.instances if self.paths.get((inst.node, inst.prim_index)) == "compute"]
+        self._owner = Owner(self.ctx, "crowd skinning")
+        self._last_serial = 0
+        N, slots = self.crowd.count, rt.slots
+        # palettes: one block per distinct skin palette (skins with the same joints share one, as the crowd does)
+        self._palette_of: dict[int, int] = {}
+        self._blocks: list[tuple[int, int]] = []    # (skin, first mat4 in an instance's palette row)
+        width = 0
+        for inst in self.items:
+            s = inst.prim.skin
+            arr = self.crowd.skin_matrices(s)
+            for skin, first in self._blocks:
+                if self.crowd.skin_matrices(skin) is arr or np.shares_memory(self.crowd.skin_matrices(skin), arr):
+                    self._palette_of[s] = first
+                    break
+            else:
+                self._palette_of[s] = width
+                self._blocks.append((s, width))
+                width += arr.shape[1]
+        self.palette_width = width
+        firsts, total = [], 0
+        for inst in self.items:
+            firsts.append(total)
+            total += N * inst.prim.vertex_count * 3
+        self._dst_first = firsts
+        self._applied = AppliedVersions(np.arange(N), slots)
+        self.pipeline = self.palettes = self.outputs = None
+        try:
+            self._build(total)
+        except BaseException:
+            self._owner.destroy()
+            raise
+
+    def _build(self, total_vec4: int) -> None:
+        ctx, rt, N = self.ctx, self.rt, self.crowd.count
+        if not self.items:
+            return
+        # every binding is one whole range (no groups yet, unlike the morph output): refuse what cannot be bound
+        limit = int(ctx.info.limits.get("maxStorageBufferRange", 1 << 31))
+        need = max([16 * total_vec4, 64 * N * self.palette_width] + [inst.vertex_buffer.size for inst in self.items])
+        if need > limit:
+            raise UsageError(f"compute skinning of {N} instances binds {need} bytes at once, more than this "
+                             f"device's maxStorageBufferRange ({limit} B): use fewer instances per runtime or the "
+                             "vertex-shader path (path='vertex')")
+        self.pipeline = self._owner.own(ComputePipeline(ctx, CROWD_SKIN, max_sets=len(self.items) * rt.slots))
+        self.palettes = [self._owner.own(M.host_buffer(ctx, 64 * N * self.palette_width, M.STORAGE,
+                                                       name=f"crowd palettes slot {k}")) for k in range(rt.slots)]
+        self._palette_views = [b.view(np.float32, N * self.palette_width * 16).reshape(N, self.palette_width, 4, 4)
+                               for b in self.palettes]
+        self.outputs = [self._owner.own(M.device_buffer(ctx, None, M.STORAGE | M.VERTEX, size=16 * total_vec4,
+                                                        name=f"crowd skinned vertices slot {k}"))
+                        for k in range(rt.slots)]
+        self._sets = [[self.pipeline.make_set({"vertices": inst.vertex_buffer, "palettes": self.palettes[k],
+                                               "output": self.outputs[k]}) for inst in self.items]
+                      for k in range(rt.slots)]
+        self._push = []
+        for k in range(rt.slots):
+            rows = np.zeros(len(self.items), CROWD_SKIN_PUSH)
+            for i, inst in enumerate(self.items):
+                o = attribute_offsets_words(inst.prim.vertices.dtype)
+                r = rows[i]
+                r["vertex_count"], r["stride_words"] = inst.prim.vertex_count, inst.prim.vertices.dtype.itemsize // 4
+                for name in ("position", "normal", "tangent", "texcoord", "joints", "weights"):
+                    r[f"{name}_offset"] = o[name]
+                r["src_first_word"] = rt._offset(inst, k) // 4
+                r["src_instance_words"] = (rt.batch.instance_stride // 4) if inst.is_morphing else 0
+                r["palette_first"], r["palette_instance"] = self._palette_of[inst.prim.skin], self.palette_width
+                r["dst_first_vec4"], r["dst_instance_vec4"] = self._dst_first[i], inst.prim.vertex_count * 3
+            self._push.append(rows)
+        inputs = vertex_input_of(STATIC_VERTEX)
+        self._draws = [[SkinnedCrowdDraw(node=inst.node, primitive=inst.prim_index,
+                                         vertex_buffer=self.outputs[k].handle, vertex_offset=16 * self._dst_first[i],
+                                         instance_stride=SKINNED_OUT_BYTES * inst.prim.vertex_count,
+                                         vertex_count=inst.prim.vertex_count, vertex_input=inputs,
+                                         index_buffer=inst.index_buffer.handle, index_count=inst.index_count)
+                        for i, inst in enumerate(self.items)] for k in range(rt.slots)]
+
+    def draws(self, slot: int = 0) -> list[SkinnedCrowdDraw]:
+        return list(self._draws[self.rt._slot(slot)]) if self.items else []
+
+    def record(self, cb, slot: int = 0) -> int:
+        """Skin the instances whose weights or pose moved since ``slot`` was skinned (see the module docstring);
+        returns how many instances were skinned (0: nothing recorded, not even a barrier)."""
+        slot = self.rt._slot(slot)
+        crowd, applied = self.crowd, self._applied
+        if not self.items or applied.up_to_date(slot, crowd.version):
+            return 0
+        moved = np.maximum(crowd.weight_versions, crowd.skeleton_versions)   # one counter stamps both
+        rows, cur = applied.changed(slot, moved)
+        if len(rows):
+            view = self._palette_views[slot]
+            sel = slice(None) if len(rows) == crowd.count else rows
+            for skin, first in self._blocks:     # std430 mat4 is column-major: the math matrix transposed
+                pal = crowd.skin_matrices(skin)
+                view[sel, first:first + pal.shape[1]] = pal[sel].transpose(0, 1, 3, 2)
+            barriers.record(cb, barriers.COMPUTE_TO_COMPUTE)     # the morph output written, read below
+            starts, counts = merged_ranges(np.arange(crowd.count), np.ones(crowd.count, np.int64), rows)
+            runs = [(f, min(MAX_GROUPS, s + n - f)) for s, n in zip(starts.tolist(), counts.tolist())
+                    for f in range(s, s + n, MAX_GROUPS)]
+            push = self._push[slot]
+            base = vk.ffi.cast("char *", M.cffi_pointer(push))
+            for i, inst in enumerate(self.items):
+                self.pipeline.bind(cb, self._sets[slot][i])
+                for first, n in runs:
+                    push[i]["first_instance"] = first
+                    self.pipeline.push(cb, base + i * CROWD_SKIN_PUSH.itemsize, CROWD_SKIN_PUSH.itemsize)
+                    vk.vkCmdDispatch(cb, self.pipeline.groups(inst.prim.vertex_count), n, 1)
+            barriers.record(cb, barriers.COMPUTE_TO_VERTEX)      # skinned vertices read as vertex input
+            self._last_serial = self.ctx.next_serial()
+        applied.applied(slot, crowd.version, rows, cur)
+        return len(rows)
+
+    def destroy(self) -> None:
+        """Release (deferred until the host reported the last recording complete, as MorphRuntime.destroy)."""
+        self.ctx.retire("crowd skinning", self._owner.destroy, self._last_serial)
