@@ -3,7 +3,8 @@
 # brought along in .gl/ .gl2/ .whl/ (ignored paths, carried by the device tool), then run the named phases from the
 # repository root, writing everything under $OUT/<tag>-*. Phases: bench-a bench-b (the full benchmark; two runs
 # show the spread), suite (the whole test suite under the validation layer with synchronization validation),
-# embed (tools/embed_example.py on every test model), render (a headless `vkmorph render` of every test model).
+# embed (tools/embed_example.py on every test model), render (a headless `vkmorph render` of every test model),
+# extra (bench/h200_extra.py: bake, k-of-N changed, draws CPU), crowd (vkmorph.app.crowd_bench --quick).
 #   bash bench/h200_session.sh 2026-12-01-h200 bench-a bench-b      # one device call
 #   bash bench/h200_session.sh 2026-12-01-h200 suite embed render   # another
 set -u
@@ -25,6 +26,13 @@ for phase in "$@"; do
       r=$OUT/$tag-${phase#bench-}
       timeout 560 python3 -m vkmorph.app.cli bench --json "$r.json" --markdown "$r.md" --plot "$r.png" >"$r.txt" 2>&1
       echo "rc=$? $(tail -1 "$r.txt")" ;;
+    extra)
+      timeout 150 python3 bench/h200_extra.py "$OUT/$tag-extra.json" bake dirty draws >"$OUT/$tag-extra.txt" 2>&1
+      echo "rc=$?"; cat "$OUT/$tag-extra.txt" ;;
+    crowd)
+      timeout 150 python3 -m vkmorph.app.crowd_bench --quick --json "$OUT/$tag-crowd.json" \
+        --markdown "$OUT/$tag-crowd.md" >"$OUT/$tag-crowd.txt" 2>&1
+      echo "rc=$?"; cat "$OUT/$tag-crowd.txt" ;;
     suite)
       VKMORPH_VALIDATION=1 timeout 540 python3 -m pytest -q -p no:cacheprovider -ra >"$OUT/$tag-suite.log" 2>&1
       echo "rc=$?"; tail -25 "$OUT/$tag-suite.log" ;;
