@@ -118,7 +118,8 @@ def test_bench_quick_runs_clean(tmp_path):
     rows = report["rows"]          # both delta formats of each quick case
     assert len(rows) >= 6 and {r["delta_format"] for r in rows} == {"full", "compact"}
     assert all(r["max_error"] < 1e-4 and r["copy_gbps"] > 0 and r["format_floor_us"] > 0 and r["morph_us"] > 0
-               and r["work_floor_us"] > 0 and r["fraction_min"] <= r["roofline_fraction"] <= r["fraction_max"] for r in rows)
+               and r["work_floor_us"] > 0 and r["fraction_min"] <= r["roofline_fraction"] <= r["fraction_max"]
+               for r in rows)
     assert "48 B base read + 36 B written" in report["byte_model"]
     assert [c["primitives"] for c in report["cpu_per_frame"]] == [1, 10, 100]
     assert {c["format"] for c in report["characters"]} == {"full", "compact"}

@@ -6,6 +6,7 @@ except the colour twins (Assimp normalizes integer colours right; they guard the
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from tests.asset.deform import world_positions
 from tests.asset.gltf_build import write_gltf
 from tests.asset.twins import twin
-from tests.helpers import assert_one_line_error, vkmorph
+from tests.helpers import assert_one_line_error, asset, vkmorph
 from vkmorph import AssetError, load_scene
 from vkmorph.errors import AssetWarning
 
@@ -197,3 +198,21 @@ def test_values_the_validator_rejects_but_vkmorph_repairs_are_warned(tmp_path):
            "clamped" in msgs, msgs
     assert "primitives[0].attributes.NORMAL: 1 of 16 normals are not unit length (vertex 0)" in msgs, msgs
     assert "animations[0].samplers[0].output: 1 of 2 rotation keys are not unit quaternions (key 0)" in msgs, msgs
+
+
+def test_fb_ngon_encoding_is_known_and_loses_nothing(tmp_path):
+    """Assimp's exporter marks its triangles as n-gon fans (FB_ngon_encoding, no data): no warning, and a file
+    that requires it still loads (its triangles are all vkmorph draws)."""
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        scene = load_scene(asset("assimp_simple_skin", "quad_skin.glb"), isolate=False)
+    msgs = [str(w.message) for w in rec]
+    assert not any("FB_ngon_encoding" in m for m in msgs), msgs
+    assert any("KHR_materials_volume" in m for m in msgs), msgs    # the file's other extension is still warned
+    assert {e["name"]: e["status"] for e in scene.extensions}["FB_ngon_encoding"] == "supported"
+    doc, binary = twin()
+    doc["extensionsUsed"] = doc["extensionsRequired"] = ["FB_ngon_encoding"]
+    doc["meshes"][0]["primitives"][0]["extensions"] = {"FB_ngon_encoding": {}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _load(tmp_path, doc, binary)
