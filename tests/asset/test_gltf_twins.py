@@ -14,8 +14,10 @@ import pytest
 from tests.asset.deform import world_positions
 from tests.asset.gltf_build import write_gltf
 from tests.asset.twins import twin
+from tests.gltf_ref import Gltf
 from tests.helpers import assert_one_line_error, asset, vkmorph
 from vkmorph import AssetError, load_scene
+from vkmorph.app.info import scene_summary
 from vkmorph.errors import AssetWarning
 
 
@@ -216,3 +218,32 @@ def test_fb_ngon_encoding_is_known_and_loses_nothing(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _load(tmp_path, doc, binary)
+
+
+def _info_skins_match_the_file(path):
+    """``vkmorph info``'s skins are the file's ``skins`` array, and each primitive names the file's skin."""
+    file = Gltf(path).json
+    info = scene_summary(load_scene(path, isolate=False))
+    assert [s["joint_count"] for s in info["skins"]] == [len(s["joints"]) for s in file["skins"]]
+    used = {n["skin"] for n in file["nodes"] if "skin" in n}
+    assert {p["skin"] for p in info["primitives"] if p["skinned"]} == used
+    return info
+
+
+def test_info_counts_the_files_skins(tmp_path):
+    _info_skins_match_the_file(asset("RobotExpressive", "RobotExpressive.glb"))
+    # one skin shared by two meshes (vkmorph makes one skin per (mesh, skin)): the file has one
+    doc, binary = twin()
+    doc["meshes"].append(copy.deepcopy(doc["meshes"][0]))
+    doc["nodes"].append({"name": "body2", "mesh": 1, "skin": 0, "translation": [4, 0, 0]})
+    doc["scenes"][0]["nodes"].append(len(doc["nodes"]) - 1)
+    info = _info_skins_match_the_file(write_gltf(tmp_path / "shared.gltf", doc, binary))
+    assert len(info["skins"]) == 1 and len(info["primitives"]) == 2
+    # one mesh under two nodes with two skins: two
+    doc, binary = twin()
+    doc["nodes"] += [{"name": "root2", "translation": [4, 0, 0], "children": [4]},
+                     {"name": "tip2", "translation": [0, 1.5, 0]}, {"name": "body2", "mesh": 0, "skin": 1}]
+    doc["skins"].append({"joints": [3, 4], "inverseBindMatrices": doc["skins"][0]["inverseBindMatrices"]})
+    doc["scenes"][0]["nodes"] = [0, 1, 3, 5]
+    info = _info_skins_match_the_file(write_gltf(tmp_path / "two.gltf", doc, binary))
+    assert len(info["skins"]) == 2

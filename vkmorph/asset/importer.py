@@ -153,9 +153,26 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
     with np.errstate(all="ignore"):
         apply_document(doc, canon, scene)
         scene.extensions = file_extensions(doc)
+        _file_skins(doc, scene)
         scene.animations = gltf_animations(doc, scene)
         validate_animations(scene)
     return scene
+
+
+def _file_skins(doc, scene: SceneAsset) -> None:
+    """The file's skins (``scene.file_skins``) and, per imported skin, the file's skin it was made from: the skin
+    of a file node that instances it."""
+    skins = [s if isinstance(s, dict) else {} for s in doc.array("skins")]
+    scene.file_skins = [{"name": s["name"] if isinstance(s.get("name"), str) else f"skins[{i}]",
+                         "joint_count": len(s.get("joints", []))} for i, s in enumerate(skins)]
+    for k, node in enumerate(doc.array("nodes")):
+        i = scene.file_nodes[k] if scene.file_nodes is not None and k < len(scene.file_nodes) else None
+        s = node.get("skin") if isinstance(node, dict) else None
+        if i is None or not isinstance(s, int) or scene.nodes[i].mesh is None:
+            continue
+        for p in scene.meshes[scene.nodes[i].mesh].primitives:
+            if p.skin is not None:
+                scene.skins[p.skin].file_skin = s
 
 
 def import_with_assimp(file: str, animations: bool = True) -> SceneAsset:

@@ -82,6 +82,7 @@ class SkinAsset:
     joints: np.ndarray                # (J,) int node indices
     inverse_bind_matrices: np.ndarray  # (J, 4, 4) float64, column vectors (M @ v)
     name: str = ""
+    file_skin: int | None = None      # glTF: the index in the file's ``skins`` this one was made from
 
 
 @dataclass
@@ -137,6 +138,9 @@ class SceneAsset:
     # glTF: every extension the file declares, as gltf_extensions.file_extensions gives them (name, required,
     # status: supported | warned, what vkmorph does with it); None for other formats
     extensions: list[dict] | None = None
+    # glTF: the file's own ``skins`` (name, joint_count), which ``vkmorph info`` counts; ``skins`` above has one
+    # per (mesh, skin) pair (Assimp binds a skin per mesh); None for other formats
+    file_skins: list[dict] | None = None
 
     @property
     def primitives(self) -> list[MeshPrimitiveAsset]:
