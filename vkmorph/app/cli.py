@@ -4,7 +4,8 @@ Every output path is checked before any work (vkmorph.outputs). Errors are one l
 status: 2 any vkmorph error (bad input or arguments, ``AssetError``/``UsageError``; a missing Vulkan loader,
 driver or layer, ``GpuError``), 3 validation messages (``VKMORPH_VALIDATION=1``, each echoed as it comes),
 1 an internal error (``VKMORPH_DEBUG=1`` shows the traceback), 130/143 interrupted by SIGINT/SIGTERM
-(temporary files removed). Warnings are one line each.
+(temporary files removed). Warnings are one line each, held back until the command succeeds (the demo: until
+its file loaded), so a failing command prints only its error.
 """
 
 from __future__ import annotations
@@ -198,30 +199,45 @@ def _on_sigterm(signum, frame):
 
 
 class _Warnings:
-    """Warnings during a command, one line each. numpy's RuntimeWarnings (overflow, invalid value on bad data) are
-    held: printed (once each) when the command succeeds, dropped when it fails, so an error stays ONE line."""
+    """Warnings during a command, one line each (once each), held back: printed when the command succeeds, or when
+    a long-running command releases them (``release_warnings``: the demo, once its file loaded and its flags were
+    checked), dropped when it fails, so that a failing command prints ONE line (the error), not a repair warning
+    of its file and then the error."""
 
     def __init__(self) -> None:
         self.held: list[str] = []
+        self.holding = True
 
     def show(self, message, category, filename, lineno, file=None, line=None) -> None:
         text = f"vkmorph: warning: {printable(message)}"
-        if issubclass(category, RuntimeWarning):
-            if text not in self.held:
-                self.held.append(text)
-        else:
+        if not self.holding:
             print(text, file=sys.stderr)
+        elif text not in self.held:
+            self.held.append(text)
 
     def flush(self) -> None:
+        """Print what was held; from now on warnings are printed as they come."""
         for text in self.held:
             print(text, file=sys.stderr)
         self.held.clear()
+        self.holding = False
+
+
+_current: _Warnings | None = None
+
+
+def release_warnings() -> None:
+    """Print the warnings held so far and stop holding them (a long-running command, after its input is known
+    good: what comes later would otherwise wait for the command's end)."""
+    if _current is not None:
+        _current.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     # A dependency's SyntaxWarning (pyassimp on Python 3.12+, first import) must not reach stderr.
     warnings.filterwarnings("ignore", category=SyntaxWarning)
-    held = _Warnings()
+    global _current
+    held = _current = _Warnings()
     warnings.showwarning = held.show
     parser = build_parser()
     args = parser.parse_args(argv)
