@@ -147,6 +147,16 @@ class SceneAsset:
         """All primitives in import order (mesh order, then primitive order)."""
         return [p for m in self.meshes for p in m.primitives]
 
+    def morph_node_names(self) -> list[str]:
+        """Names of the nodes whose mesh has morph targets, in the file's node order (glTF; else the importer's),
+        each once: what a message about an unknown node lists."""
+        order = range(len(self.nodes))
+        if self.file_nodes is not None:
+            order = [i for i in self.file_nodes if i is not None]
+        names = [self.nodes[i].name for i in order
+                 if self.nodes[i].mesh is not None and self.meshes[self.nodes[i].mesh].target_count]
+        return list(dict.fromkeys(names))
+
     def node_index(self, name: str) -> int:
         for i, n in enumerate(self.nodes):
             if n.name == name:
