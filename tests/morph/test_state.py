@@ -308,5 +308,9 @@ def test_long_names_are_abridged_in_messages(tmp_path):
     with pytest.raises(UsageError) as e:
         pose.set_weight("Face", long, 1.0)
     assert f"({len(long)} characters)" in str(e.value) and "x" * 41 not in str(e.value)
+    with pytest.raises(UsageError) as e:
+        pose.scene.clip(long)
+    assert str(e.value).startswith(f"unknown clip {(long[:40] + '…' + long[-20:])!r} ({len(long)} characters); "
+                                   "the file has 'talk'"), str(e.value)
     err = AssetError("bad", file="f.gltf", mesh=long, target=long)
     assert str(err).count(f"({len(long)} characters)") == 2 and "x" * 41 not in str(err)

@@ -44,7 +44,7 @@ def check_weight_args(scene, args) -> tuple[dict[str, float], np.ndarray | None]
     else:
         for p in prims:
             if len(p.morph_targets) != len(listed):
-                raise UsageError(f"--weights has {len(listed)} values but primitive {p.name!r} has "
+                raise UsageError(f"--weights has {len(listed)} values but primitive {abridged(p.name)} has "
                                  f"{len(p.morph_targets)} targets")
     return named, listed
 

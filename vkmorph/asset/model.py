@@ -165,7 +165,7 @@ class SceneAsset:
 
     def clip(self, key: str | int) -> AnimationClip:
         """A clip by name or index (as a string too, for CLIs)."""
-        from ..errors import UsageError
+        from ..errors import UsageError, abridged, name_list
 
         if isinstance(key, str) and key.lstrip("-").isdigit() and not any(a.name == key for a in self.animations):
             key = int(key)
@@ -177,4 +177,4 @@ class SceneAsset:
                 if a.name == key:
                     return a
         names = [a.name for a in self.animations]
-        raise UsageError(f"unknown clip {key!r}; the file has {names or 'no animations'}")
+        raise UsageError(f"unknown clip {abridged(key)}; the file has {name_list(names) if names else 'no animations'}")
