@@ -237,13 +237,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A dependency's SyntaxWarning (pyassimp on Python 3.12+, first import) must not reach stderr.
     warnings.filterwarnings("ignore", category=SyntaxWarning)
     global _current
-    held = _current = _Warnings()
-    warnings.showwarning = held.show
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:   # bare `vkmorph`: what it can do, not an error
         parser.print_help()
         return 0
+    held = _current = _Warnings()
+    shown_before, warnings.showwarning = warnings.showwarning, held.show
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
         status = int(args.fn(args) or 0)
@@ -269,6 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "(VKMORPH_DEBUG=1 shows the traceback)", file=sys.stderr)
         return EXIT_INTERNAL
     finally:
+        warnings.showwarning, _current = shown_before, None   # what a failed command held is dropped
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
