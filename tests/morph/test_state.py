@@ -297,6 +297,16 @@ def test_an_unknown_node_lists_the_nodes_with_morph_targets_in_file_order():
     assert str(e.value).endswith(f"has no morph targets; the nodes with morph targets are {expected}")
 
 
+def test_an_unknown_node_in_a_file_without_targets_says_so(tmp_path):
+    pos, idx = grid(3)
+    w = GltfWriter()
+    w.mesh(pos, idx)
+    w.node("Plain", mesh=0)
+    pose = SceneMorphPose(load_scene(w.save(tmp_path / "plain.gltf")))
+    with pytest.raises(UsageError, match="^no node named 'Nope'; no node has morph targets$"):
+        pose.set_weight("Nope", 0, 1.0)
+
+
 def test_long_names_are_abridged_in_messages(tmp_path):
     long = "Head_" + "x" * 300 + "_end"
     pose = SceneMorphPose(face_file(tmp_path))

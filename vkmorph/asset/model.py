@@ -157,6 +157,13 @@ class SceneAsset:
                  if self.nodes[i].mesh is not None and self.meshes[self.nodes[i].mesh].target_count]
         return list(dict.fromkeys(names))
 
+    def morph_nodes_hint(self) -> str:
+        """What a message about an unknown node or a node without targets says next."""
+        from ..errors import name_list
+
+        names = self.morph_node_names()
+        return f"the nodes with morph targets are {name_list(names)}" if names else "no node has morph targets"
+
     def node_index(self, name: str) -> int:
         for i, n in enumerate(self.nodes):
             if n.name == name:

@@ -197,11 +197,11 @@ class SceneMorphPose:
             try:
                 node = self.scene.node_index(node)
             except KeyError:
-                raise UsageError(f"no node named {abridged(node)}; the nodes with morph targets are "
-                                 f"{name_list(self.scene.morph_node_names())}") from None
+                raise UsageError(f"no node named {abridged(node)}; "
+                                 f"{self.scene.morph_nodes_hint()}") from None
         if node not in self._weights:
-            raise UsageError(f"node {self._label(node)} has no morph targets; the nodes with morph targets are "
-                             f"{name_list(self.scene.morph_node_names())}")
+            raise UsageError(f"node {self._label(node)} has no morph targets; "
+                             f"{self.scene.morph_nodes_hint()}")
         return node
 
     def _label(self, node) -> str:

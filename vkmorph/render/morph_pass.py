@@ -32,7 +32,7 @@ import numpy as np
 from ..anim.scene_state import SceneState
 from ..anim.skeleton import Skeleton
 from ..asset.model import MeshPrimitiveAsset, SceneAsset
-from ..errors import UsageError, abridged, name_list
+from ..errors import UsageError, abridged
 from ..gpu import barriers
 from ..gpu import memory as M
 from ..gpu.context import Context, Owner
@@ -220,8 +220,8 @@ class MorphRuntime:
         if isinstance(node, str):
             hits = self._names.get(node)
             if not hits:
-                raise UsageError(f"no node named {abridged(node)}; the nodes with morph targets are "
-                                 f"{name_list(self.scene.morph_node_names())}")
+                raise UsageError(f"no node named {abridged(node)}; "
+                                 f"{self.scene.morph_nodes_hint()}")
             if len(hits) > 1:
                 raise UsageError(f"node name {node!r} is shared by nodes {hits}: pass the node index")
             return hits[0]
