@@ -302,3 +302,23 @@ def test_a_failing_command_prints_one_line_not_its_files_warnings_first(tmp_path
     assert_one_line_error(vkmorph("info", tmp_path / "bad.gltf"), "nodes")
     out = tmp_path / "o.npz"
     assert_one_line_error(vkmorph("morph", good, "--weight", "NoSuchTarget=1", "--out", out), "NoSuchTarget", out)
+
+
+def test_sigterm_during_a_c_extension_import_is_still_terminated(capsys, monkeypatch):
+    """SIGTERM while numpy's C extension imports: CPython replaces the handler's exception with "ImportError:
+    PyCapsule_Import could not import module" (seen once under load as an "internal error", exit 1)."""
+    from vkmorph.app import cli
+
+    def imports(args):
+        try:
+            cli._on_sigterm(15, None)
+        except BaseException:   # what PyCapsule_Import does with any failure of the import it runs
+            raise ImportError('PyCapsule_Import could not import module "datetime"') from None
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_info", imports)
+    assert cli.main(["info", "x.glb"]) == 143
+    assert capsys.readouterr().err.strip().splitlines() == ["vkmorph info: terminated"]
+    monkeypatch.setattr(cli, "cmd_info", lambda args: 1 / 0)   # a real internal error stays one
+    assert cli.main(["info", "x.glb"]) == 1
+    assert "internal error: ZeroDivisionError" in capsys.readouterr().err

@@ -194,7 +194,12 @@ class _Terminated(BaseException):
     """Raised by the SIGTERM handler so cleanup (temporary files, GPU objects) runs as for Ctrl-C."""
 
 
+_sigterm_received = False
+
+
 def _on_sigterm(signum, frame):
+    global _sigterm_received
+    _sigterm_received = True   # a C extension being imported turns the exception into an ImportError of its own
     raise _Terminated()
 
 
@@ -236,7 +241,7 @@ def release_warnings() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     # A dependency's SyntaxWarning (pyassimp on Python 3.12+, first import) must not reach stderr.
     warnings.filterwarnings("ignore", category=SyntaxWarning)
-    global _current
+    global _current, _sigterm_received
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:   # bare `vkmorph`: what it can do, not an error
@@ -244,6 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     held = _current = _Warnings()
     shown_before, warnings.showwarning = warnings.showwarning, held.show
+    _sigterm_received = False
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
         status = int(args.fn(args) or 0)
@@ -263,6 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_stdout()
         return 0
     except Exception as exc:  # noqa: BLE001 - one line instead of a traceback, unless asked for
+        if _sigterm_received:   # e.g. numpy's "PyCapsule_Import could not import module" when SIGTERM came then
+            print(f"vkmorph {args.command}: terminated", file=sys.stderr)
+            return EXIT_SIGTERM
         if os.environ.get("VKMORPH_DEBUG"):
             raise
         print(f"vkmorph {args.command}: internal error: {type(exc).__name__}: {printable(exc)} "
