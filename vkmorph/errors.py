@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+ABRIDGE_OVER = 80    # a name longer than this is shown as its first 40 and last 20 characters and its length
+
+
+def abridged(name: object) -> str:
+    """``repr(name)`` for messages; a string over ``ABRIDGE_OVER`` characters as its first 40 characters, '…', its
+    last 20 and its length (a file can name a node with a megabyte)."""
+    if not isinstance(name, str) or len(name) <= ABRIDGE_OVER:
+        return repr(name)
+    return f"{name[:40] + '…' + name[-20:]!r} ({len(name)} characters)"
+
+
+def name_list(names, most: int = 12) -> str:
+    """Names for a message, each ``abridged``, comma-separated; past ``most``: '... and N more'."""
+    names = list(names)
+    shown = ", ".join(abridged(n) for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "") if names else "none"
+
 
 class VkmorphError(Exception):
     """Base class: every error vkmorph raises on purpose derives from it."""
@@ -16,11 +33,11 @@ class AssetError(VkmorphError):
         if file is not None:
             where.append(f"file {file!s}")
         if mesh is not None:
-            where.append(f"mesh {mesh!r}")
+            where.append(f"mesh {abridged(mesh)}")
         if primitive is not None:
             where.append(f"primitive {primitive}")
         if target is not None:
-            where.append(f"target {target!r}")
+            where.append(f"target {abridged(target)}")
         if index is not None:
             where.append(f"index {index}")
         self.file, self.mesh, self.primitive, self.target, self.index = file, mesh, primitive, target, index

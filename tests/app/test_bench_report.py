@@ -188,3 +188,16 @@ def test_cpu_per_frame_reports_thread_cpu_and_wall_for_bulk_and_per_node(ctx):
         for mode in ("unchanged", "changed", "per_node"):
             assert r[f"{mode}_ms_min"] <= r[f"{mode}_ms"] <= r[f"{mode}_ms_max"]
             assert r[f"{mode}_wall_ms_min"] <= r[f"{mode}_wall_ms"] <= r[f"{mode}_wall_ms_max"]
+
+
+def test_copy_bandwidth_below_one_gb_s_is_a_figure_and_a_failed_one_says_so():
+    """`bench --quick` on lavapipe printed "copy 0 GB/s" for the Dawn-like heads (0.41 GB/s as a whole number)."""
+    from vkmorph.app.bench import characters_line, gbps, gbps_text
+
+    c = {"format": "full", "heads": 8, "kernel": "vertex", "gpu_us_per_head": 900.0, "heads_per_16_6_ms": 18,
+         "roofline_fraction": 0.5, "copy_gbps": 0.41}
+    assert "copy 0.41 GB/s in that window" in characters_line(c)
+    assert "copy 0.0041 GB/s" in characters_line({**c, "copy_gbps": 0.0041})
+    assert "copy no figure (the copy measurement failed) in that window" in characters_line({**c, "copy_gbps": 0.0})
+    assert gbps(float("nan")) == gbps(float("inf")) == gbps(-1.0) == "failed" and gbps(14.2) == "14"
+    assert gbps_text(123.4) == "123 GB/s"

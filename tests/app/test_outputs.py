@@ -281,3 +281,44 @@ def test_bench_plot_without_matplotlib_refused_before_anything_runs(tmp_path):
                        timeout=900)
     assert_one_line_error(r, "needs matplotlib")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_failing_command_prints_one_line_not_its_files_warnings_first(tmp_path):
+    """A file's warnings (here: an unknown extension, warned when the load starts) are dropped when the load then
+    fails (a node index out of range), and when the command fails after a good load (an unknown target)."""
+    import json
+
+    from tests.asset.gltf_build import write_gltf
+    from tests.asset.twins import twin
+
+    doc, binary = twin()
+    doc["extensionsUsed"] = ["EXT_future"]
+    good = write_gltf(tmp_path / "good.gltf", doc, binary, bin_name="m.bin")
+    r = vkmorph("info", good)
+    assert r.returncode == 0 and "extension EXT_future" in r.stderr, r.stderr   # on success: the warning
+    bad = json.loads(good.read_text())
+    bad["scenes"][0]["nodes"].append(99)
+    (tmp_path / "bad.gltf").write_text(json.dumps(bad))
+    assert_one_line_error(vkmorph("info", tmp_path / "bad.gltf"), "nodes")
+    out = tmp_path / "o.npz"
+    assert_one_line_error(vkmorph("morph", good, "--weight", "NoSuchTarget=1", "--out", out), "NoSuchTarget", out)
+
+
+def test_sigterm_during_a_c_extension_import_is_still_terminated(capsys, monkeypatch):
+    """SIGTERM while numpy's C extension imports: CPython replaces the handler's exception with "ImportError:
+    PyCapsule_Import could not import module" (seen once under load as an "internal error", exit 1)."""
+    from vkmorph.app import cli
+
+    def imports(args):
+        try:
+            cli._on_sigterm(15, None)
+        except BaseException:   # what PyCapsule_Import does with any failure of the import it runs
+            raise ImportError('PyCapsule_Import could not import module "datetime"') from None
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_info", imports)
+    assert cli.main(["info", "x.glb"]) == 143
+    assert capsys.readouterr().err.strip().splitlines() == ["vkmorph info: terminated"]
+    monkeypatch.setattr(cli, "cmd_info", lambda args: 1 / 0)   # a real internal error stays one
+    assert cli.main(["info", "x.glb"]) == 1
+    assert "internal error: ZeroDivisionError" in capsys.readouterr().err

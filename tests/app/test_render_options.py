@@ -114,7 +114,7 @@ def test_frames_loop_writes_the_clip_as_the_single_frame_command_would(tmp_path)
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--weight", "Nope=1"], "the file has target_0, target_1"),
+    (["--weight", "Nope=1"], "the file has 'target_0', 'target_1'"),
     (["--weights", "1,2,3"], "has 2 targets"),
     (["--weight", "x"], "NAME=W"),
     (["--camera", "1"], "yaw,pitch"),

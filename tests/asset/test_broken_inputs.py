@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.asset.gltf_build import QUAD, skinned_morph_model, write_gltf
-from tests.helpers import ROOT, asset
+from tests.helpers import ROOT, assert_one_line_error, asset, vkmorph
 from vkmorph import AssetError, UsageError, load_scene
 from vkmorph.asset.model import SKINNED_VERTEX, STATIC_VERTEX, MeshPrimitiveAsset, MorphTargetAsset
 from vkmorph.asset.validate import validate_primitive
@@ -468,3 +468,30 @@ def test_crash_report_is_one_line_even_with_faulthandler(tmp_path):
     r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
     assert (r.returncode, r.stdout, r.stderr) == (0, f"the importer crashed on {path} (signal SIGFPE)\n", "")
+
+
+@pytest.mark.parametrize("token,place", [
+    ("NaN", lambda d: d["accessors"][0].update(max=[1.0, "BAD", 1.0])),
+    ("Infinity", lambda d: d["nodes"][0].update(extras={"note": "NaN in a string is text", "x": "BAD"})),
+    ("-Infinity", lambda d: d.update(materials=[{"pbrMetallicRoughness": {"metallicFactor": "BAD"}}])),
+    ("1e999", lambda d: d["nodes"][0].update(translation=[0.0, "BAD", 0.0])),
+])
+def test_non_finite_json_numbers_are_reported_where_they_are(tmp_path, token, place):
+    """NaN / Infinity are not JSON (Python's reader takes them; the canonical file then did not parse: "Assimp
+    cannot import it: No suitable reader found"), 1e999 overflows: one line with line, column and JSON path."""
+    doc, binary = skinned_morph_model()
+    place(doc)
+    path = write_gltf(tmp_path / "m.gltf", doc, binary, bin_name="m.bin")
+    text = json.dumps(json.loads(path.read_text()), indent=1)
+    pos = text.index('"BAD"')
+    line, column = text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+    path.write_text(text.replace('"BAD"', token))
+    json_path = {"NaN": "accessors[0].max[1]", "Infinity": "nodes[0].extras.x",
+                 "-Infinity": "materials[0].pbrMetallicRoughness.metallicFactor",
+                 "1e999": "nodes[0].translation[1]"}[token]
+    message = f"JSON: {token} at line {line} column {column} ({json_path}): glTF allows only finite numbers"
+    with pytest.raises(AssetError) as e:
+        load_scene(path, isolate=False)
+    assert message in str(e.value)
+    if token == "NaN":
+        assert_one_line_error(vkmorph("info", path), message)

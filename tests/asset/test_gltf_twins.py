@@ -6,6 +6,7 @@ except the colour twins (Assimp normalizes integer colours right; they guard the
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -13,8 +14,10 @@ import pytest
 from tests.asset.deform import world_positions
 from tests.asset.gltf_build import write_gltf
 from tests.asset.twins import twin
-from tests.helpers import assert_one_line_error, vkmorph
+from tests.gltf_ref import Gltf
+from tests.helpers import assert_one_line_error, asset, vkmorph
 from vkmorph import AssetError, load_scene
+from vkmorph.app.info import scene_summary
 from vkmorph.errors import AssetWarning
 
 
@@ -197,3 +200,50 @@ def test_values_the_validator_rejects_but_vkmorph_repairs_are_warned(tmp_path):
            "clamped" in msgs, msgs
     assert "primitives[0].attributes.NORMAL: 1 of 16 normals are not unit length (vertex 0)" in msgs, msgs
     assert "animations[0].samplers[0].output: 1 of 2 rotation keys are not unit quaternions (key 0)" in msgs, msgs
+
+
+def test_fb_ngon_encoding_is_known_and_loses_nothing(tmp_path):
+    """Assimp's exporter marks its triangles as n-gon fans (FB_ngon_encoding, no data): no warning, and a file
+    that requires it still loads (its triangles are all vkmorph draws)."""
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        scene = load_scene(asset("assimp_simple_skin", "quad_skin.glb"), isolate=False)
+    msgs = [str(w.message) for w in rec]
+    assert not any("FB_ngon_encoding" in m for m in msgs), msgs
+    assert any("KHR_materials_volume" in m for m in msgs), msgs    # the file's other extension is still warned
+    assert {e["name"]: e["status"] for e in scene.extensions}["FB_ngon_encoding"] == "supported"
+    doc, binary = twin()
+    doc["extensionsUsed"] = doc["extensionsRequired"] = ["FB_ngon_encoding"]
+    doc["meshes"][0]["primitives"][0]["extensions"] = {"FB_ngon_encoding": {}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _load(tmp_path, doc, binary)
+
+
+def _info_skins_match_the_file(path):
+    """``vkmorph info``'s skins are the file's ``skins`` array, and each primitive names the file's skin."""
+    file = Gltf(path).json
+    info = scene_summary(load_scene(path, isolate=False))
+    assert [s["joint_count"] for s in info["skins"]] == [len(s["joints"]) for s in file["skins"]]
+    used = {n["skin"] for n in file["nodes"] if "skin" in n}
+    assert {p["skin"] for p in info["primitives"] if p["skinned"]} == used
+    return info
+
+
+def test_info_counts_the_files_skins(tmp_path):
+    _info_skins_match_the_file(asset("RobotExpressive", "RobotExpressive.glb"))
+    # one skin shared by two meshes (vkmorph makes one skin per (mesh, skin)): the file has one
+    doc, binary = twin()
+    doc["meshes"].append(copy.deepcopy(doc["meshes"][0]))
+    doc["nodes"].append({"name": "body2", "mesh": 1, "skin": 0, "translation": [4, 0, 0]})
+    doc["scenes"][0]["nodes"].append(len(doc["nodes"]) - 1)
+    info = _info_skins_match_the_file(write_gltf(tmp_path / "shared.gltf", doc, binary))
+    assert len(info["skins"]) == 1 and len(info["primitives"]) == 2
+    # one mesh under two nodes with two skins: two
+    doc, binary = twin()
+    doc["nodes"] += [{"name": "root2", "translation": [4, 0, 0], "children": [4]},
+                     {"name": "tip2", "translation": [0, 1.5, 0]}, {"name": "body2", "mesh": 0, "skin": 1}]
+    doc["skins"].append({"joints": [3, 4], "inverseBindMatrices": doc["skins"][0]["inverseBindMatrices"]})
+    doc["scenes"][0]["nodes"] = [0, 1, 3, 5]
+    info = _info_skins_match_the_file(write_gltf(tmp_path / "two.gltf", doc, binary))
+    assert len(info["skins"]) == 2

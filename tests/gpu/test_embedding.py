@@ -303,8 +303,14 @@ def test_nodes_by_index_and_name_with_duplicates_and_missing(ctx):
         assert rt.instance(red) is rt.instance("Red")
         with pytest.raises(UsageError, match=r"'Twin' is shared by nodes \[.*\]: pass the node index"):
             rt.set_weights("Twin", [0.0])
-        with pytest.raises(UsageError, match="no node named 'Nobody'; nodes include"):
+        with pytest.raises(UsageError) as e:
             rt.instance("Nobody")
+        assert str(e.value) == ("no node named 'Nobody'; the nodes with morph targets are "
+                                + ", ".join(repr(n) for n in scene.morph_node_names()))
+        assert scene.morph_node_names() and all(scene.meshes[n.mesh].target_count for n in scene.nodes
+                                                 if n.name in scene.morph_node_names())
+        with pytest.raises(UsageError, match="no node named 'Nobody'; the nodes with morph targets are"):
+            rt.set_weight("Nobody", 0, 1.0)
         with pytest.raises(UsageError, match="out of range"):
             rt.instance(len(scene.nodes))
         with pytest.raises(UsageError, match="index or a name"):

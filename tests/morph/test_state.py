@@ -3,8 +3,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.gltf_ref import Gltf
 from tests.gltf_write import GltfWriter, grid
-from vkmorph import UsageError, load_scene
+from tests.helpers import asset
+from vkmorph import AssetError, UsageError, load_scene
 from vkmorph.asset.model import MorphWeightChannel
 from vkmorph.morph.gpu_data import build_gpu_morph_data
 from vkmorph.morph.reference import morph_reference
@@ -144,7 +146,7 @@ def test_targets_by_name(tmp_path):
     assert pose.set_weights("Face", {"JawOpen": 0.25, 3: 0.5})
     np.testing.assert_allclose(pose.weights("Face"), [0.25, 0.7, 0.0, 0.5])
     assert not pose.set_weights("Face", {"JawOpen": 0.25})
-    with pytest.raises(UsageError, match=r"no target 'MouthOpen'; its targets are \['JawOpen', 'Smile', "):
+    with pytest.raises(UsageError, match=r"no target 'MouthOpen'; its targets are 'JawOpen', 'Smile', "):
         pose.set_weight("Face", "MouthOpen", 0.7)
     with pytest.raises(UsageError, match="out of range"):
         pose.set_weight("Face", 4, 0.1)
@@ -276,3 +278,49 @@ def test_lost_updates_cannot_happen(ctx):
         ctx.submit_and_wait(rt.record)
         assert rt.last_counters.dispatched == 1
         assert_gpu_matches_pose()
+
+
+def test_an_unknown_node_lists_the_nodes_with_morph_targets_in_file_order():
+    """Not all nodes alphabetically (RobotExpressive has 60; 'Body' sorted first and has no targets): the nodes
+    whose mesh has targets, in the file's order, read from the file's own JSON."""
+    path = asset("RobotExpressive", "RobotExpressive.glb")
+    doc = Gltf(path).json
+    morphing = [n["name"] for n in doc["nodes"]
+                if "mesh" in n and any("targets" in p for p in doc["meshes"][n["mesh"]]["primitives"])]
+    expected = ", ".join(repr(n) for n in dict.fromkeys(morphing))
+    pose = SceneMorphPose(load_scene(path))
+    with pytest.raises(UsageError) as e:
+        pose.set_weight("NoSuchNode", 0, 1.0)
+    assert str(e.value) == f"no node named 'NoSuchNode'; the nodes with morph targets are {expected}"
+    with pytest.raises(UsageError) as e:
+        pose.set_weight("Hips", 0, 1.0)
+    assert str(e.value).endswith(f"has no morph targets; the nodes with morph targets are {expected}")
+
+
+def test_an_unknown_node_in_a_file_without_targets_says_so(tmp_path):
+    pos, idx = grid(3)
+    w = GltfWriter()
+    w.mesh(pos, idx)
+    w.node("Plain", mesh=0)
+    pose = SceneMorphPose(load_scene(w.save(tmp_path / "plain.gltf")))
+    with pytest.raises(UsageError, match="^no node named 'Nope'; no node has morph targets$"):
+        pose.set_weight("Nope", 0, 1.0)
+
+
+def test_long_names_are_abridged_in_messages(tmp_path):
+    long = "Head_" + "x" * 300 + "_end"
+    pose = SceneMorphPose(face_file(tmp_path))
+    with pytest.raises(UsageError) as e:
+        pose.set_weight(long, 0, 1.0)
+    msg = str(e.value)
+    assert f"no node named {(long[:40] + '…' + long[-20:])!r} ({len(long)} characters);" in msg, msg
+    assert len(msg) < 200, msg
+    with pytest.raises(UsageError) as e:
+        pose.set_weight("Face", long, 1.0)
+    assert f"({len(long)} characters)" in str(e.value) and "x" * 41 not in str(e.value)
+    with pytest.raises(UsageError) as e:
+        pose.scene.clip(long)
+    assert str(e.value).startswith(f"unknown clip {(long[:40] + '…' + long[-20:])!r} ({len(long)} characters); "
+                                   "the file has 'talk'"), str(e.value)
+    err = AssetError("bad", file="f.gltf", mesh=long, target=long)
+    assert str(err).count(f"({len(long)} characters)") == 2 and "x" * 41 not in str(err)

@@ -42,6 +42,7 @@ the one command buffer (``FrameFences``); GPU time per frame with 1 slot and wit
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import sys
@@ -645,7 +646,7 @@ def characters_per_frame(ctx, timer, heads: int, fmt: str, tries: int, warm_s: f
     return {"heads": heads, "format": fmt, "gpu_ms_all_heads": ms, "gpu_us_per_head": per * 1e3,
             "heads_per_16_6_ms": int(FRAME_MS / per) if per > 0 else 0, "kernel": kernel,
             "floor_us": copy_ms * 1e3, "roofline_fraction": float(np.median([c / m for m, c in res])),
-            "copy_gbps": floor_bytes / (copy_ms * 1e-3) / 1e9}
+            "copy_gbps": floor_bytes / (copy_ms * 1e-3) / 1e9 if copy_ms > 0 else 0.0}   # 0: printed as failed
 
 
 # ------------------------------------------------------------------------------------------------ output slots
@@ -960,7 +961,7 @@ def _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, 
         f"the ceiling are repeated (up to {COPY_RETRIES} more windows), then flagged")
     ceilings = report["ceilings"] = device_ceilings(ctx, timer, quick)
     say(f"copy ceilings ({ceilings['buffer_mb']} MB buffers): grid-stride uvec4 kernel "
-        f"{gbps(ceilings['copy_kernel_gbps'])} GB/s, vkCmdCopyBuffer {gbps(ceilings['copy_buffer_gbps'])} GB/s")
+        f"{gbps_text(ceilings['copy_kernel_gbps'])}, vkCmdCopyBuffer {gbps_text(ceilings['copy_buffer_gbps'])}")
     rows = report["rows"]
     for case in cases:
         if case.instances > 1:
@@ -988,9 +989,7 @@ def _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, 
     chars = report["characters"] = [characters_per_frame(ctx, timer, heads, fmt, tries, warm_s, try_ms)
                                     for fmt in ("full", "compact")]
     for c in chars:
-        say(f"Dawn-like heads ({c['format']}, {c['heads']} in one batch, {c['kernel']}): {c['gpu_us_per_head']:.2f} "
-            f"us each -> {c['heads_per_16_6_ms']:,} per 16.6 ms frame; fraction {c['roofline_fraction']:.2f}, "
-            f"copy {c['copy_gbps']:.0f} GB/s in that window")
+        say(characters_line(c))
     if bar is not None:
         bar.update(2)
     cpu = report["cpu_per_frame"] = cpu_frame_costs(ctx, counts)
@@ -1015,15 +1014,29 @@ BAKE_MODEL, BAKE_FRAMES, BAKE_FRAMES_QUICK, BAKE_REPEATS = "RobotExpressive", 25
 
 
 def gbps(x: float) -> str:
-    """GB/s as the reports print them: whole numbers on a GPU, two significant digits on a CPU device."""
+    """GB/s as the reports print them: whole numbers on a GPU, two significant digits on a CPU device (lavapipe's
+    kernels copy ~0.4 GB/s, which a whole number printed as 0); 'failed' when no time was measured."""
+    if not (math.isfinite(x) and x > 0):
+        return "failed"
     return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
+
+
+def gbps_text(x: float) -> str:
+    """'0.41 GB/s', or what happened when the measurement gave no figure."""
+    return f"{gbps(x)} GB/s" if gbps(x) != "failed" else "no figure (the copy measurement failed)"
+
+
+def characters_line(c: dict) -> str:
+    return (f"Dawn-like heads ({c['format']}, {c['heads']} in one batch, {c['kernel']}): {c['gpu_us_per_head']:.2f} "
+            f"us each -> {c['heads_per_16_6_ms']:,} per 16.6 ms frame; fraction {c['roofline_fraction']:.2f}, "
+            f"copy {gbps_text(c['copy_gbps'])} in that window")
 
 
 def row_line(r: Row) -> str:
     low = " LOW COPY REFERENCE" if r.copy_low else ""
     return (f"{r.case:<44} {r.delta_format:>7} {r.kernel:>10}: morph {r.morph_us:9.1f} us, format floor "
             f"{r.format_floor_us:8.1f} us, fraction {r.roofline_fraction:4.2f} ({r.fraction_min:4.2f}-"
-            f"{r.fraction_max:4.2f}), work unit {r.work_fraction:4.2f} | copy {gbps(r.copy_gbps)} GB/s = "
+            f"{r.fraction_max:4.2f}), work unit {r.work_fraction:4.2f} | copy {gbps_text(r.copy_gbps)} = "
             f"{r.copy_ratio:.2f} of best, {r.copy_runs} window(s){low} | numpy x{r.speedup_vs_numpy:.1f} "
             f"({r.speedup_min:.1f}-{r.speedup_max:.1f}) | err {r.max_error:.1e} | {r.gpu_mib:7.1f} MiB (was "
             f"{r.previous_mib:7.1f}) | build {r.build_s:5.2f} s")
@@ -1140,7 +1153,7 @@ def markdown(report: dict) -> str:
                 "(speedup min-max).", ""]
         if c:
             out += [f"Device ceilings ({c['buffer_mb']} MB buffers): grid-stride uvec4 copy kernel "
-                    f"{gbps(c['copy_kernel_gbps'])} GB/s, vkCmdCopyBuffer {gbps(c['copy_buffer_gbps'])} GB/s.", ""]
+                    f"{gbps_text(c['copy_kernel_gbps'])}, vkCmdCopyBuffer {gbps_text(c['copy_buffer_gbps'])}.", ""]
         out += _roofline_tables(report) + [""]
     if report.get("bake"):
         out += [f"Baking: {bake_line(report['bake'])}.", ""]

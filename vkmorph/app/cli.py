@@ -4,7 +4,8 @@ Every output path is checked before any work (vkmorph.outputs). Errors are one l
 status: 2 any vkmorph error (bad input or arguments, ``AssetError``/``UsageError``; a missing Vulkan loader,
 driver or layer, ``GpuError``), 3 validation messages (``VKMORPH_VALIDATION=1``, each echoed as it comes),
 1 an internal error (``VKMORPH_DEBUG=1`` shows the traceback), 130/143 interrupted by SIGINT/SIGTERM
-(temporary files removed). Warnings are one line each.
+(temporary files removed). Warnings are one line each, held back until the command succeeds (the demo: until
+its file loaded), so a failing command prints only its error.
 """
 
 from __future__ import annotations
@@ -194,41 +195,62 @@ class _Terminated(BaseException):
     """Raised by the SIGTERM handler so cleanup (temporary files, GPU objects) runs as for Ctrl-C."""
 
 
+_sigterm_received = False
+
+
 def _on_sigterm(signum, frame):
+    global _sigterm_received
+    _sigterm_received = True   # a C extension being imported turns the exception into an ImportError of its own
     raise _Terminated()
 
 
 class _Warnings:
-    """Warnings during a command, one line each. numpy's RuntimeWarnings (overflow, invalid value on bad data) are
-    held: printed (once each) when the command succeeds, dropped when it fails, so an error stays ONE line."""
+    """Warnings during a command, one line each (once each), held back: printed when the command succeeds, or when
+    a long-running command releases them (``release_warnings``: the demo, once its file loaded and its flags were
+    checked), dropped when it fails, so that a failing command prints ONE line (the error), not a repair warning
+    of its file and then the error."""
 
     def __init__(self) -> None:
         self.held: list[str] = []
+        self.holding = True
 
     def show(self, message, category, filename, lineno, file=None, line=None) -> None:
         text = f"vkmorph: warning: {printable(message)}"
-        if issubclass(category, RuntimeWarning):
-            if text not in self.held:
-                self.held.append(text)
-        else:
+        if not self.holding:
             print(text, file=sys.stderr)
+        elif text not in self.held:
+            self.held.append(text)
 
     def flush(self) -> None:
+        """Print what was held; from now on warnings are printed as they come."""
         for text in self.held:
             print(text, file=sys.stderr)
         self.held.clear()
+        self.holding = False
+
+
+_current: _Warnings | None = None
+
+
+def release_warnings() -> None:
+    """Print the warnings held so far and stop holding them (a long-running command, after its input is known
+    good: what comes later would otherwise wait for the command's end)."""
+    if _current is not None:
+        _current.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     # A dependency's SyntaxWarning (pyassimp on Python 3.12+, first import) must not reach stderr.
     warnings.filterwarnings("ignore", category=SyntaxWarning)
-    held = _Warnings()
-    warnings.showwarning = held.show
+    global _current, _sigterm_received
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:   # bare `vkmorph`: what it can do, not an error
         parser.print_help()
         return 0
+    held = _current = _Warnings()
+    shown_before, warnings.showwarning = warnings.showwarning, held.show
+    _sigterm_received = False
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
         status = int(args.fn(args) or 0)
@@ -248,12 +270,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_stdout()
         return 0
     except Exception as exc:  # noqa: BLE001 - one line instead of a traceback, unless asked for
+        if _sigterm_received:   # e.g. numpy's "PyCapsule_Import could not import module" when SIGTERM came then
+            print(f"vkmorph {args.command}: terminated", file=sys.stderr)
+            return EXIT_SIGTERM
         if os.environ.get("VKMORPH_DEBUG"):
             raise
         print(f"vkmorph {args.command}: internal error: {type(exc).__name__}: {printable(exc)} "
               "(VKMORPH_DEBUG=1 shows the traceback)", file=sys.stderr)
         return EXIT_INTERNAL
     finally:
+        warnings.showwarning, _current = shown_before, None   # what a failed command held is dropped
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

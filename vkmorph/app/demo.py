@@ -15,7 +15,7 @@ import numpy as np
 
 from ..asset.importer import load_scene
 from ..errors import GpuError, UsageError
-from .cli import external_uris
+from .cli import external_uris, release_warnings
 
 FRAMES_IN_FLIGHT = 2
 HELP = """vkmorph demo keys
@@ -95,6 +95,7 @@ def start_clip(driver, scene, args) -> None:
 def run_demo(args) -> int:
     scene = load_scene(args.file, allow_external_uris=external_uris(args))
     check_demo_args(scene, args)
+    release_warnings()   # the file loaded and the flags fit it: its warnings now, not when the window closes
     if args.file is None:
         print(f"vkmorph demo: {LEGEND_LINE}", flush=True)
     if headless_requested(args):

@@ -24,7 +24,7 @@ def scene_summary(scene: SceneAsset) -> dict:
             pos = p.vertices["position"]
             rest = [pos.min(axis=0).tolist(), pos.max(axis=0).tolist()] if len(pos) else None
             prims.append({"mesh": m.name, "nodes": nodes, "material": p.material.name if p.material else None,
-                          "rest_bounds": rest, "skin": p.skin,
+                          "rest_bounds": rest, "skin": _skin(scene, p.skin),
                           "vertex_count": p.vertex_count, "index_count": int(len(p.indices)),
                           "target_names": p.target_names, "delta_count": count_deltas(p),
                           "target_normals_derived": [t.normals_derived for t in p.morph_targets],
@@ -42,8 +42,17 @@ def scene_summary(scene: SceneAsset) -> dict:
                       "morph_channels": sorted({scene.nodes[c.node].name for c in a.morph_channels}),
                       "node_channels": sorted({scene.nodes[c.node].name for c in a.node_channels})})
     return {"file": scene.source, "primitives": prims,
-            "skins": [{"name": s.name, "joint_count": int(len(s.joints))} for s in scene.skins],
+            "skins": scene.file_skins if scene.file_skins is not None else
+                     [{"name": s.name, "joint_count": int(len(s.joints))} for s in scene.skins],
             "animations": anims, "node_count": len(scene.nodes), "extensions": scene.extensions or []}
+
+
+def _skin(scene: SceneAsset, s: int | None) -> int | None:
+    """A primitive's skin as an index into the listed skins: for glTF the file's ``skins`` (vkmorph makes one skin
+    per (mesh, skin) pair, which is not what the file has)."""
+    if s is None or scene.file_skins is None:
+        return s
+    return scene.skins[s].file_skin
 
 
 def run_info(args) -> int:

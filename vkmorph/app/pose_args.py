@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..errors import UsageError
+from ..errors import UsageError, abridged, name_list
 from .morph_cmd import parse_named_weights, parse_weights
 
 MSAA_CHOICES = (1, 2, 4, 8)
@@ -40,11 +40,11 @@ def check_weight_args(scene, args) -> tuple[dict[str, float], np.ndarray | None]
         known = list(dict.fromkeys(n for p in prims for n in p.target_names))
         for name in named:
             if name not in known:
-                raise UsageError(f"{flag} {name}: no such morph target; the file has {', '.join(known)}")
+                raise UsageError(f"{flag} {abridged(name)}: no such morph target; the file has {name_list(known)}")
     else:
         for p in prims:
             if len(p.morph_targets) != len(listed):
-                raise UsageError(f"--weights has {len(listed)} values but primitive {p.name!r} has "
+                raise UsageError(f"--weights has {len(listed)} values but primitive {abridged(p.name)} has "
                                  f"{len(p.morph_targets)} targets")
     return named, listed
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +77,72 @@ def external_uris_allowed(flag: bool | None = None) -> bool:
 
 def is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+# ---------------------------------------------------------------------------------------- non-finite JSON numbers
+# Python's json reads NaN, Infinity and -Infinity (not JSON) and numbers too large for a float (1e999) as
+# non-finite floats; the canonical file handed to Assimp would then not parse ("No suitable reader found"). Each
+# becomes a marker, in text order, and the first is reported with its line, column and JSON path.
+_MAYBE_HUGE = re.compile(rb"[eE]\+?[0-9]{3,}|[0-9]{309}")     # a cheap test before the slow float hook
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)')
+
+
+class _NonFiniteNumber(ValueError):
+    pass
+
+
+class _Marker:
+    __slots__ = ("token", "ordinal")
+
+    def __init__(self, token: str, ordinal: int) -> None:
+        self.token, self.ordinal = token, ordinal
+
+
+def _loads(text: bytes):
+    found: list[_Marker] = []
+
+    def constant(token: str) -> _Marker:
+        found.append(_Marker(token, len(found)))
+        return found[-1]
+
+    def number(token: str):
+        x = float(token)
+        return x if math.isfinite(x) else constant(token)
+
+    d = json.loads(text, parse_constant=constant,
+                   **({"parse_float": number} if _MAYBE_HUGE.search(text) else {}))
+    if found:
+        raise _NonFiniteNumber(_where_non_finite(text, d))
+    return d
+
+
+def _where_non_finite(text: bytes, d) -> str:
+    """'NaN at line L column C (nodes[0].extras.a): ...' for the first marker left in the parsed document."""
+    best: tuple[int, str] | None = None
+    stack = [(d, "")]
+    while stack:
+        v, path = stack.pop()
+        if isinstance(v, _Marker):
+            if best is None or v.ordinal < best[0]:
+                best = (v.ordinal, path)
+        elif isinstance(v, dict):
+            stack.extend((x, f"{path}.{k}" if path else str(k)) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((x, f"{path}[{i}]") for i, x in enumerate(v))
+    ordinal, path = best if best is not None else (0, "")
+    s = text.decode("utf-8-sig", errors="replace")
+    k = -1
+    for m in _TOKENS.finditer(s):
+        if m.group(1) or (m.group(2) and not math.isfinite(float(m.group(2)))):
+            k += 1
+            if k == ordinal:
+                pos = m.start()
+                line = s.count("\n", 0, pos) + 1
+                column = pos - (s.rfind("\n", 0, pos) + 1) + 1
+                where = f" ({path})" if path else ""
+                return (f"{m.group(1) or m.group(2)} at line {line} column {column}{where}: glTF allows only "
+                        "finite numbers")
+    return f"a non-finite number{f' at {path}' if path else ''}: glTF allows only finite numbers"
 
 
 class GltfDocument:
@@ -182,7 +250,9 @@ class GltfDocument:
         if problem:
             raise self.error("JSON", problem)
         try:
-            d = json.loads(text)
+            d = _loads(text)
+        except _NonFiniteNumber as exc:
+            raise self.error("JSON", str(exc)) from None
         except MemoryError:
             raise self.error("JSON", f"not enough memory to parse {len(text)} bytes") from None
         except UnicodeDecodeError as exc:

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import AssetError, AssetWarning
+from ..errors import AssetError, AssetWarning, abridged
 from .model import AnimationClip, MorphWeightChannel, NodeChannel, SceneAsset
 
 _WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
@@ -104,7 +104,7 @@ def gltf_animations(doc, scene: SceneAsset) -> list[AnimationClip]:
             what = (f"{len(skipped) - pointer} without a target node" if len(skipped) > pointer else "") + \
                 (", " if pointer and len(skipped) > pointer else "") + \
                 (f"{pointer} KHR_animation_pointer" if pointer else "")
-            warnings.warn(AssetWarning(f"file {doc.file}: animations[{a_i}] ({name!r}): {len(skipped)} channel"
+            warnings.warn(AssetWarning(f"file {doc.file}: animations[{a_i}] ({abridged(name)}): {len(skipped)} channel"
                                        f"{'s' if len(skipped) > 1 else ''} skipped ({what}; channels "
                                        f"{[c for c, _ in skipped][:8]})"), stacklevel=3)
         clips.append(AnimationClip(name=name, duration=last, morph_channels=morph, node_channels=trs))

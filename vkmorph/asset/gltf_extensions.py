@@ -35,6 +35,8 @@ EXTENSIONS = {
     "KHR_materials_unlit": Extension(SUPPORTED, "drawn as the base colour, without lighting"),
     "KHR_texture_transform": Extension(SUPPORTED, "offset, rotation, scale and texCoord applied per texture (a "
                                                   "normal map keeps the untransformed tangent frame)"),
+    "FB_ngon_encoding": Extension(SUPPORTED, "a marker (Assimp's and Facebook's exporters) that the triangles "
+                                             "encode n-gons; the triangles are drawn as they are, nothing is lost"),
     "KHR_texture_basisu": Extension(WARNED, "KTX2 images are not decoded (no decoder here); the texture's "
                                             "fallback image is used, or the texture slot stays empty"),
     "KHR_animation_pointer": Extension(WARNED, "channels that animate a JSON pointer are skipped"),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import AssetError, UsageError
+from ..errors import AssetError, UsageError, abridged
 from .geometry import area_weighted_normals, derived_normal_deltas, vertex_tangents
 from .gltf import GltfDocument
 from .gltf_animation import gltf_animations
@@ -153,9 +153,26 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
     with np.errstate(all="ignore"):
         apply_document(doc, canon, scene)
         scene.extensions = file_extensions(doc)
+        _file_skins(doc, scene)
         scene.animations = gltf_animations(doc, scene)
         validate_animations(scene)
     return scene
+
+
+def _file_skins(doc, scene: SceneAsset) -> None:
+    """The file's skins (``scene.file_skins``) and, per imported skin, the file's skin it was made from: the skin
+    of a file node that instances it."""
+    skins = [s if isinstance(s, dict) else {} for s in doc.array("skins")]
+    scene.file_skins = [{"name": s["name"] if isinstance(s.get("name"), str) else f"skins[{i}]",
+                         "joint_count": len(s.get("joints", []))} for i, s in enumerate(skins)]
+    for k, node in enumerate(doc.array("nodes")):
+        i = scene.file_nodes[k] if scene.file_nodes is not None and k < len(scene.file_nodes) else None
+        s = node.get("skin") if isinstance(node, dict) else None
+        if i is None or not isinstance(s, int) or scene.nodes[i].mesh is None:
+            continue
+        for p in scene.meshes[scene.nodes[i].mesh].primitives:
+            if p.skin is not None:
+                scene.skins[p.skin].file_skin = s
 
 
 def import_with_assimp(file: str, animations: bool = True) -> SceneAsset:
@@ -473,7 +490,7 @@ def _skin(bones, verts, name_to_node, where) -> tuple[np.ndarray, np.ndarray, in
     for b_i, b in enumerate(bones):
         bname = A.string(b.mName)
         if bname not in name_to_node:
-            raise AssetError(f"bone {bname!r} names no node of the scene", index=b_i, **where)
+            raise AssetError(f"bone {abridged(bname)} names no node of the scene", index=b_i, **where)
         joints.append(name_to_node[bname])
         ibms.append(A.matrix(b.mOffsetMatrix))
         n = b.mNumWeights
@@ -523,7 +540,7 @@ def _animation(anim, a_i, name_to_node, nodes, meshes, file) -> AnimationClip:
     for ch in A.node_anims_of(anim):
         nname = A.string(ch.mNodeName)
         if nname not in name_to_node:
-            raise AssetError(f"animation {name!r} animates unknown node {nname!r}", file=file)
+            raise AssetError(f"animation {abridged(name)} animates unknown node {abridged(nname)}", file=file)
         node = name_to_node[nname]
         for path, count, keys, width in (("translation", ch.mNumPositionKeys, ch.mPositionKeys, 3),
                                          ("rotation", ch.mNumRotationKeys, ch.mRotationKeys, 4),
@@ -544,7 +561,7 @@ def _animation(anim, a_i, name_to_node, nodes, meshes, file) -> AnimationClip:
         ch = anim.mMorphMeshChannels[c].contents
         nname = A.string(ch.mName)
         if nname not in name_to_node:
-            raise AssetError(f"animation {name!r} morphs unknown node {nname!r}", file=file)
+            raise AssetError(f"animation {abridged(name)} morphs unknown node {abridged(nname)}", file=file)
         node = name_to_node[nname]
         mesh = nodes[node].mesh
         T = meshes[mesh].target_count if mesh is not None else 0
@@ -557,8 +574,8 @@ def _animation(anim, a_i, name_to_node, nodes, meshes, file) -> AnimationClip:
             for j in range(key.mNumValuesAndWeights):
                 t = key.mValues[j]
                 if t >= T:
-                    raise AssetError(f"animation {name!r} weights target {t} of node {nname!r} which has {T}",
-                                     file=file, index=k)
+                    raise AssetError(f"animation {abridged(name)} weights target {t} of node {abridged(nname)} "
+                                     f"which has {T}", file=file, index=k)
                 vals[k, t] = key.mWeights[j]
         if K:
             last = max(last, float(times[-1]))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import AssetError
+from ..errors import AssetError, abridged
 
 ALPHA_MODES = ("OPAQUE", "MASK", "BLEND")
 # glTF sampler enums (OpenGL values)
@@ -176,25 +176,25 @@ def gltf_materials(g) -> list[Material]:
                 return None
             t = info.get("index")
             if not isinstance(t, int) or not 0 <= t < len(textures):
-                mat.problems.append(f"material {mat.name!r}: {slot} refers to texture {t!r}, but the file has "
+                mat.problems.append(f"material {abridged(mat.name)}: {slot} refers to texture {t!r}, but the file has "
                                     f"{len(textures)} textures; ignored")
                 return None
             src = _texture_source(textures[t])
             if src == "basisu":
-                mat.problems.append(f"material {mat.name!r}: texture {t} has only a KTX2 image "
+                mat.problems.append(f"material {abridged(mat.name)}: texture {t} has only a KTX2 image "
                                     "(KHR_texture_basisu), which vkmorph cannot decode; ignored")
                 return None
             if not isinstance(src, int) or not 0 <= src < len(images):
-                mat.problems.append(f"material {mat.name!r}: texture {t} refers to image {src!r}, but the file has "
-                                    f"{len(images)} images; ignored")
+                mat.problems.append(f"material {abridged(mat.name)}: texture {t} refers to image {src!r}, but the file "
+                                    f"has {len(images)} images; ignored")
                 return None
             s = textures[t].get("sampler")
             sampler = SamplerSettings()
             if isinstance(s, int) and 0 <= s < len(samplers) and isinstance(samplers[s], dict):
                 sampler = SamplerSettings.from_gltf(samplers[s])
             elif s is not None:
-                mat.problems.append(f"material {mat.name!r}: texture {t} refers to sampler {s!r}, but the file has "
-                                    f"{len(samplers)} samplers; using the default sampler")
+                mat.problems.append(f"material {abridged(mat.name)}: texture {t} refers to sampler {s!r}, but the file "
+                                    f"has {len(samplers)} samplers; using the default sampler")
             transform = TextureRef.transform
             tt = (info.get("extensions") or {}).get("KHR_texture_transform")
             coord = info.get("texCoord", 0)
@@ -202,7 +202,7 @@ def gltf_materials(g) -> list[Material]:
                 transform = texture_transform(tt)
                 coord = tt.get("texCoord", coord)
             if coord not in (0, 1):
-                mat.problems.append(f"material {mat.name!r}: {slot} uses TEXCOORD_{coord}; only 0 and 1 are "
+                mat.problems.append(f"material {abridged(mat.name)}: {slot} uses TEXCOORD_{coord}; only 0 and 1 are "
                                     "supported, using 0")
                 coord = 0
             scale = info.get("scale", info.get("strength", 1.0))
@@ -225,7 +225,7 @@ def gltf_materials(g) -> list[Material]:
         mat.emissive_texture = tex(m.get("emissiveTexture"), "emissiveTexture")
         mode = m.get("alphaMode", "OPAQUE")
         if mode not in ALPHA_MODES:
-            mat.problems.append(f"material {mat.name!r}: unknown alphaMode {mode!r}; using OPAQUE")
+            mat.problems.append(f"material {abridged(mat.name)}: unknown alphaMode {mode!r}; using OPAQUE")
             mode = "OPAQUE"
         mat.alpha_mode = mode
         mat.alpha_cutoff = _finite([m.get("alphaCutoff", 0.5)], (0.5,), 1)[0]

@@ -82,6 +82,7 @@ class SkinAsset:
     joints: np.ndarray                # (J,) int node indices
     inverse_bind_matrices: np.ndarray  # (J, 4, 4) float64, column vectors (M @ v)
     name: str = ""
+    file_skin: int | None = None      # glTF: the index in the file's ``skins`` this one was made from
 
 
 @dataclass
@@ -137,11 +138,31 @@ class SceneAsset:
     # glTF: every extension the file declares, as gltf_extensions.file_extensions gives them (name, required,
     # status: supported | warned, what vkmorph does with it); None for other formats
     extensions: list[dict] | None = None
+    # glTF: the file's own ``skins`` (name, joint_count), which ``vkmorph info`` counts; ``skins`` above has one
+    # per (mesh, skin) pair (Assimp binds a skin per mesh); None for other formats
+    file_skins: list[dict] | None = None
 
     @property
     def primitives(self) -> list[MeshPrimitiveAsset]:
         """All primitives in import order (mesh order, then primitive order)."""
         return [p for m in self.meshes for p in m.primitives]
+
+    def morph_node_names(self) -> list[str]:
+        """Names of the nodes whose mesh has morph targets, in the file's node order (glTF; else the importer's),
+        each once: what a message about an unknown node lists."""
+        order = range(len(self.nodes))
+        if self.file_nodes is not None:
+            order = [i for i in self.file_nodes if i is not None]
+        names = [self.nodes[i].name for i in order
+                 if self.nodes[i].mesh is not None and self.meshes[self.nodes[i].mesh].target_count]
+        return list(dict.fromkeys(names))
+
+    def morph_nodes_hint(self) -> str:
+        """What a message about an unknown node or a node without targets says next."""
+        from ..errors import name_list
+
+        names = self.morph_node_names()
+        return f"the nodes with morph targets are {name_list(names)}" if names else "no node has morph targets"
 
     def node_index(self, name: str) -> int:
         for i, n in enumerate(self.nodes):
@@ -151,7 +172,7 @@ class SceneAsset:
 
     def clip(self, key: str | int) -> AnimationClip:
         """A clip by name or index (as a string too, for CLIs)."""
-        from ..errors import UsageError
+        from ..errors import UsageError, abridged, name_list
 
         if isinstance(key, str) and key.lstrip("-").isdigit() and not any(a.name == key for a in self.animations):
             key = int(key)
@@ -163,4 +184,4 @@ class SceneAsset:
                 if a.name == key:
                     return a
         names = [a.name for a in self.animations]
-        raise UsageError(f"unknown clip {key!r}; the file has {names or 'no animations'}")
+        raise UsageError(f"unknown clip {abridged(key)}; the file has {name_list(names) if names else 'no animations'}")

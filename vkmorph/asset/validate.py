@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import AssetError
+from ..errors import AssetError, abridged
 from . import limits
 from .model import MeshPrimitiveAsset, SceneAsset
 
@@ -120,11 +120,11 @@ def validate_animations(scene: SceneAsset) -> None:
     for a in scene.animations:
         for ch in list(a.morph_channels) + list(a.node_channels):
             if not 0 <= ch.node < n_nodes:
-                raise AssetError(f"animation {a.name!r} animates missing node {ch.node}", file=file)
+                raise AssetError(f"animation {abridged(a.name)} animates missing node {ch.node}", file=file)
             t = ch.times
             if len(t) == 0 or not np.isfinite(t).all() or (np.diff(t) < 0).any():
-                raise AssetError(f"animation {a.name!r}: key times must be finite and increasing", file=file,
+                raise AssetError(f"animation {abridged(a.name)}: key times must be finite and increasing", file=file,
                                  index=_first_bad(~np.isfinite(t)) if not np.isfinite(t).all() else None)
             if not np.isfinite(ch.values).all():
-                raise AssetError(f"animation {a.name!r}: non-finite key value", file=file,
+                raise AssetError(f"animation {abridged(a.name)}: non-finite key value", file=file,
                                  index=_first_bad(~np.isfinite(ch.values)))

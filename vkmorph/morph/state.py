@@ -32,7 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..asset.model import SceneAsset
-from ..errors import UsageError
+from ..errors import UsageError, abridged, name_list
 
 HERMITE_OVERSHOOT = 4.0 / 27.0   # max |h10| = max |h11| of the cubic Hermite basis on [0, 1]
 MAX_DRIVERS = 8
@@ -197,14 +197,16 @@ class SceneMorphPose:
             try:
                 node = self.scene.node_index(node)
             except KeyError:
-                raise UsageError(f"no node named {node!r}") from None
+                raise UsageError(f"no node named {abridged(node)}; "
+                                 f"{self.scene.morph_nodes_hint()}") from None
         if node not in self._weights:
-            raise UsageError(f"node {self._label(node)} has no morph targets")
+            raise UsageError(f"node {self._label(node)} has no morph targets; "
+                             f"{self.scene.morph_nodes_hint()}")
         return node
 
     def _label(self, node) -> str:
         if isinstance(node, (int, np.integer)) and 0 <= node < len(self.scene.nodes) and self.scene.nodes[node].name:
-            return repr(self.scene.nodes[node].name)
+            return abridged(self.scene.nodes[node].name)
         return str(node)
 
     def target_names(self, node: int | str) -> list[str]:
@@ -231,7 +233,8 @@ class SceneMorphPose:
             return int(target)
         hits = [k for k, name in enumerate(names) if name == target]
         if not hits:
-            raise UsageError(f"node {self._label(n)} has no target {target!r}; its targets are {names}")
+            raise UsageError(f"node {self._label(n)} has no target {abridged(target)}; its targets are "
+                             f"{name_list(names)}")
         if len(hits) > 1:
             raise UsageError(f"node {self._label(n)}: target name {target!r} is used by targets {hits}; "
                              "use the index")

@@ -33,7 +33,7 @@ from ..anim.crowd import CrowdState
 from ..anim.scene_state import SceneState
 from ..anim.skeleton import Skeleton
 from ..asset.model import MeshPrimitiveAsset, SceneAsset
-from ..errors import UsageError
+from ..errors import UsageError, abridged
 from ..gpu import barriers
 from ..gpu import memory as M
 from ..gpu.context import Context, Owner
@@ -242,8 +242,8 @@ class MorphRuntime:
         if isinstance(node, str):
             hits = self._names.get(node)
             if not hits:
-                known = sorted(n for n in self._names if n)[:8]
-                raise UsageError(f"no node named {node!r}; nodes include {known}")
+                raise UsageError(f"no node named {abridged(node)}; "
+                                 f"{self.scene.morph_nodes_hint()}")
             if len(hits) > 1:
                 raise UsageError(f"node name {node!r} is shared by nodes {hits}: pass the node index")
             return hits[0]
