@@ -32,7 +32,7 @@ from vkmorph.gpu import interface as I  # noqa: E402  (after the sys.path fix)
 
 GLSL = ROOT / "glsl"
 GEN = GLSL / "gen"
-SPIRV = ROOT / "vkmorph" / "spirv"  # inside the package, so wheels ship it
+SPIRV = ROOT / "spirv"  # top level; wheels ship it as vkmorph/spirv/ (pyproject.toml's package-dir mapping)
 STAGES = (".comp", ".vert", ".frag")
 
 
@@ -242,7 +242,7 @@ def stage_io(spirv: bytes) -> dict[str, dict[int, tuple[str, str]]]:
 
 def link_problems(spirv=None) -> list[str]:
     """Where a compiled producer's outputs and a consumer's inputs (every pair of every ``StageLink``) or the
-    declaration disagree on a location's type. ``spirv``: shader name -> SPIR-V bytes replacing vkmorph/spirv/'s."""
+    declaration disagree on a location's type. ``spirv``: shader name -> SPIR-V bytes replacing spirv/'s."""
     def io(shader):
         return stage_io((spirv or {}).get(shader) or (SPIRV / f"{shader}.spv").read_bytes())
 
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                     stale.append(name)
             elif not dst.is_file() or dst.read_bytes() != out.read_bytes():
                 shutil.copyfile(out, dst)
-                print(f"wrote vkmorph/spirv/{name}")
+                print(f"wrote spirv/{name}")
     if not failed:
         for p in link_problems():
             print(f"varyings: {p}", file=sys.stderr)

@@ -60,6 +60,14 @@ def test_wheel_contains_spirv_data_and_license(installed):
     assert {"vkmorph/spirv/morph.comp.spv", "vkmorph/spirv/skin.vert.spv", "vkmorph/data/default_scene.gltf"} \
         <= set(names)
     assert any(n.endswith("LICENSE") for n in names)
+    # the top-level spirv/ ships whole, mapped into the package (pyproject.toml's package-dir), not beside it
+    assert {f"vkmorph/spirv/{p.name}" for p in (ROOT / "spirv").glob("*.spv")} <= set(names)
+    assert not [n for n in names if n.startswith("spirv/")]
+    # pyproject.toml lists the packages by hand (a mapped package is invisible to packages.find): every module
+    # of the source tree must be in the wheel
+    missing = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "vkmorph").rglob("*.py"))
+               if "__pycache__" not in p.parts and p.relative_to(ROOT).as_posix() not in names]
+    assert not missing, f"not in the wheel (add the package to [tool.setuptools] packages): {missing}"
 
 
 @pytest.mark.gpu

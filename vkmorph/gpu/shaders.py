@@ -1,4 +1,5 @@
-"""Cached SPIR-V loading. SPIR-V is compiled offline by tools/compile_shaders.py and committed under vkmorph/spirv/."""
+"""Cached SPIR-V loading. SPIR-V is compiled offline by tools/compile_shaders.py and committed under the top-level
+spirv/; a wheel ships it inside the package as vkmorph/spirv/ (pyproject.toml's package-dir mapping)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from pathlib import Path
 
 from ..errors import GpuError
 
-SPIRV_DIRS = (Path(__file__).resolve().parents[1] / "spirv",)  # vkmorph/spirv: shipped inside the package
+_PKG = Path(__file__).resolve().parents[1]
+# a checkout's (or an editable install's) top-level spirv/ first, then the installed package's vkmorph/spirv/
+SPIRV_DIRS = (_PKG.parent / "spirv", _PKG / "spirv")
 
 
 @cache
