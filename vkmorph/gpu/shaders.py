@@ -9,8 +9,10 @@ from pathlib import Path
 from ..errors import GpuError
 
 _PKG = Path(__file__).resolve().parents[1]
-# a checkout's (or an editable install's) top-level spirv/ first, then the installed package's vkmorph/spirv/
-SPIRV_DIRS = (_PKG.parent / "spirv", _PKG / "spirv")
+# a checkout's (or an editable install's) top-level spirv/ first — only where the folder above the package is
+# vkmorph's checkout (its glsl/ beside it), never an unrelated site-packages/spirv — then the installed copy
+_CHECKOUT = _PKG.parent
+SPIRV_DIRS = ((_CHECKOUT / "spirv",) if (_CHECKOUT / "glsl").is_dir() else ()) + (_PKG / "spirv",)
 
 
 @cache
