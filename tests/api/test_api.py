@@ -18,14 +18,6 @@ from vkmorph.morph.state import SceneMorphPose
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture
-def model(request):
-    m = vkmorph.open(asset(*request.param), validation=True)
-    yield m
-    m.close()
-    assert not m.messages, "\n".join(map(str, m.messages))
-
-
 ROBOT = ("RobotExpressive", "RobotExpressive.glb")
 CUBE = ("AnimatedMorphCube", "AnimatedMorphCube.gltf")
 SKIN = ("SimpleSkin", "SimpleSkin.gltf")

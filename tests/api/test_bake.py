@@ -9,22 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import vkmorph
-from tests.helpers import asset
 from vkmorph.bake import bake_numpy, bake_numpy_fast, frame_weights, measure_bake_throughput, weight_runs
 
 pytestmark = pytest.mark.gpu
 
 ROBOT = ("RobotExpressive", "RobotExpressive.glb")
 CUBE = ("AnimatedMorphCube", "AnimatedMorphCube.gltf")
-
-
-@pytest.fixture
-def model(request):
-    m = vkmorph.open(asset(*request.param), validation=True)
-    yield m
-    m.close()
-    assert not m.messages, "\n".join(map(str, m.messages))
 
 
 def _close(a, b, pos=2e-5, unit=2e-4):

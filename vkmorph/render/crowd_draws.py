@@ -14,14 +14,13 @@ The arrays are read-only views rewritten in place by ``refresh`` for the instanc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..anim.crowd import CrowdState
 from ..gpu.vk import vk
-from .draw_list import VertexInput, vertex_input_of
+from .draw_list import DrawList, VertexInput, vertex_input_of
 
 
 @dataclass
@@ -82,20 +81,9 @@ class CrowdTransforms:
         return len(rows)
 
 
-class CrowdDrawList(Sequence):
-    """The crowd draws of one output slot (a read-only sequence of ``CrowdDraw``)."""
-
-    def __init__(self, draws: list[CrowdDraw], transforms: CrowdTransforms):
-        self._draws, self.transforms = draws, transforms
-
-    def __getitem__(self, k):
-        return self._draws[k]
-
-    def __len__(self) -> int:
-        return len(self._draws)
-
-    def refresh(self) -> int:
-        return self.transforms.refresh()
+class CrowdDrawList(DrawList):
+    """The crowd draws of one output slot (a read-only sequence of ``CrowdDraw``; ``transforms`` is the slot's
+    ``CrowdTransforms``, whose ``refresh`` rewrites what moved)."""
 
 
 def build_crowd_draw_lists(instances, scene, crowd: CrowdState, offsets_per_slot: list[list[int]],
