@@ -21,8 +21,6 @@ warning when the pose clamps); correctives and in-betweens added to the template
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from ..asset.model import AnimationClip, SceneAsset
@@ -122,18 +120,7 @@ class CrowdState:
         n = pose._node(node)
         sl = pose.slice_of(n)
         cur = self._weights[row, sl]
-        if isinstance(weights, Mapping):
-            new = cur.copy()
-            for key, value in weights.items():
-                k = pose.target_index(n, key)
-                pose._not_driven(n, k)
-                new[k] = pose._checked(np.array([float(value)]), n, first=k)[0]
-        else:
-            arr = np.asarray(weights, np.float64).reshape(-1)
-            if arr.shape != cur.shape:
-                raise UsageError(f"node {n}: expected {len(cur)} weights, got {arr.shape[0]}")
-            new = pose._checked(arr, n)
-        pose._run_rules(n, new)
+        new = pose.resolved_weights(n, weights, cur)
         if np.array_equal(new, cur):
             return False
         self._weights[row, sl] = new

@@ -263,12 +263,10 @@ class SceneMorphPose:
         return np.clip(arr, lo, hi).astype(np.float32)
 
     # ------------------------------------------------------------------ setting weights
-    def set_weights(self, node: int | str, weights) -> bool:
-        """Set a node's weights: a full sequence (one per target) or a mapping {name or index: weight} that
-        changes only those. Targets driven by a corrective/in-between rule take the rule's value (in a full
-        sequence their entries are ignored; naming one in a mapping is an error). True when anything changed."""
-        n = self._node(node)
-        cur = self._weights[n]
+    def resolved_weights(self, n: int, weights, cur: np.ndarray) -> np.ndarray:
+        """What node ``n``'s weights become when ``weights`` (a full sequence, or a mapping of target name/index ->
+        weight over ``cur``) is applied: checked, clamped to the range and with the corrective/in-between rules
+        run. Changes nothing; ``set_weights`` and the crowd's per-instance setter both go through it."""
         if isinstance(weights, Mapping):
             new = cur.copy()
             for key, value in weights.items():
@@ -281,6 +279,15 @@ class SceneMorphPose:
                 raise UsageError(f"node {self._label(n)}: expected {len(cur)} weights, got {arr.shape[0]}")
             new = self._checked(arr, n)
         self._run_rules(n, new)
+        return new
+
+    def set_weights(self, node: int | str, weights) -> bool:
+        """Set a node's weights: a full sequence (one per target) or a mapping {name or index: weight} that
+        changes only those. Targets driven by a corrective/in-between rule take the rule's value (in a full
+        sequence their entries are ignored; naming one in a mapping is an error). True when anything changed."""
+        n = self._node(node)
+        cur = self._weights[n]
+        new = self.resolved_weights(n, weights, cur)
         if np.array_equal(new, cur):
             return False
         cur[:] = new
