@@ -24,6 +24,7 @@ import numpy as np
 
 from .bake import Bake
 from .errors import UsageError
+from .morph.state import apply_named_weights
 
 __all__ = ["Model", "Pose", "Primitive", "open"]
 
@@ -220,14 +221,7 @@ class Model:
             player.clip = clip
             player.apply(min(max(float(t or 0.0), 0.0), clip.duration))
         if isinstance(weights, dict):
-            for node in pose.morph_nodes:
-                names = self._node_targets(node)
-                if any(n in weights for n in names):
-                    w = np.array(pose.weights(node), np.float64)
-                    for k, n in enumerate(names):
-                        if n in weights:
-                            w[k] = weights[n]
-                    pose.set_weights(node, w)
+            apply_named_weights(pose, weights, self._node_targets)
         elif weights is not None:
             for node in pose.morph_nodes:
                 pose.set_weights(node, weights)

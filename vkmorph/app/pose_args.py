@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..errors import UsageError, abridged, name_list
+from ..morph.state import apply_named_weights
 from .morph_cmd import parse_named_weights, parse_weights
 
 MSAA_CHOICES = (1, 2, 4, 8)
@@ -58,13 +59,8 @@ def apply_weights(scene, pose, named: dict[str, float], listed: np.ndarray | Non
         return
     if not named:
         return
-    for node, names in target_names_by_node(scene, pose.morph_nodes).items():
-        if any(n in named for n in names):
-            w = np.array(pose.weights(node), np.float64)
-            for k, n in enumerate(names):
-                if n in named:
-                    w[k] = named[n]
-            pose.set_weights(node, w)
+    names = target_names_by_node(scene, pose.morph_nodes)
+    apply_named_weights(pose, named, names.__getitem__)
 
 
 def parse_camera(text: str | None) -> tuple[float, float, float | None] | None:

@@ -379,3 +379,17 @@ class SceneMorphPose:
 
     def driven_targets(self, node: int | str) -> list[int]:
         return [r.target for r in self._rules.get(self._node(node), ())]
+
+
+def apply_named_weights(pose: SceneMorphPose, named: Mapping[str, float], names_of) -> None:
+    """Every morphing node with a target called one of ``named``'s keys gets that weight; its other targets keep
+    theirs. ``names_of(node)`` gives the node's target names as the caller addresses them (one rule for
+    ``Model.pose(weights={...})`` and the CLI's ``--weight NAME=W``)."""
+    for node in pose.morph_nodes:
+        names = names_of(node)
+        if any(n in named for n in names):
+            w = np.array(pose.weights(node), np.float64)
+            for k, n in enumerate(names):
+                if n in named:
+                    w[k] = named[n]
+            pose.set_weights(node, w)

@@ -90,15 +90,12 @@ def build_crowd_draw_lists(instances, scene, crowd: CrowdState, offsets_per_slot
                            strides: list[int]) -> list[CrowdDrawList]:
     """One CrowdDrawList per output slot (``offsets_per_slot[slot][k]``: instance 0's offset of primitive k)."""
     transforms = CrowdTransforms(instances, crowd)
-    inputs: dict[np.dtype, VertexInput] = {}
     lists = []
     for offsets in offsets_per_slot:
         draws = []
         for k, inst in enumerate(instances):
             p = inst.prim
-            vin = inputs.get(p.vertices.dtype)
-            if vin is None:
-                vin = inputs[p.vertices.dtype] = vertex_input_of(p.vertices.dtype)
+            vin = vertex_input_of(p.vertices.dtype)
             draws.append(CrowdDraw(
                 node=inst.node, node_name=scene.nodes[inst.node].name, primitive=inst.prim_index,
                 vertex_buffer=inst.vertex_buffer.handle, vertex_offset=offsets[k], instance_stride=strides[k],

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -31,7 +32,9 @@ class VertexInput:
     attributes: list[tuple[int, str, int, int]]  # (location, name, VkFormat, byte offset)
 
 
+@cache
 def vertex_input_of(dtype: np.dtype) -> VertexInput:
+    """The vertex input of a vertex layout, built once per dtype (every draw of that layout shares it)."""
     return VertexInput(stride=dtype.itemsize, attributes=vertex_input_attributes(dtype))
 
 
@@ -127,15 +130,12 @@ def build_draw_lists(instances, scene, skeleton: Skeleton, offsets_per_slot: lis
     """One DrawList per output slot over ``instances`` (``offsets_per_slot[slot][i]``: draw i's vertex offset)."""
     transforms = DrawTransforms(instances, scene, skeleton)
     models, node_worlds, palettes = transforms.views
-    inputs: dict[np.dtype, VertexInput] = {}
     lists = []
     for offsets in offsets_per_slot:
         draws = []
         for k, inst in enumerate(instances):
             p = inst.prim
-            vin = inputs.get(p.vertices.dtype)
-            if vin is None:
-                vin = inputs[p.vertices.dtype] = vertex_input_of(p.vertices.dtype)
+            vin = vertex_input_of(p.vertices.dtype)
             draws.append(Draw(node=inst.node, node_name=scene.nodes[inst.node].name, primitive=inst.prim_index,
                               vertex_buffer=inst.vertex_buffer.handle, vertex_offset=offsets[k],
                               vertex_count=p.vertex_count, vertex_input=vin,
