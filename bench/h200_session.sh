@@ -4,7 +4,8 @@
 # repository root, writing everything under $OUT/<tag>-*. Phases: bench-a bench-b (the full benchmark; two runs
 # show the spread), suite (the whole test suite under the validation layer with synchronization validation),
 # embed (tools/embed_example.py on every test model), render (a headless `vkmorph render` of every test model),
-# extra (bench/h200_extra.py: bake, k-of-N changed, draws CPU), crowd (vkmorph.app.crowd_bench --quick).
+# extra (bench/h200_extra.py: bake, k-of-N changed, draws CPU), crowd (vkmorph.app.crowd_bench --quick),
+# crowd-full (N up to 10,000), suite-par (the suite over 8 pytest-xdist workers).
 #   bash bench/h200_session.sh 2026-12-01-h200 bench-a bench-b      # one device call
 #   bash bench/h200_session.sh 2026-12-01-h200 suite embed render   # another
 set -u
@@ -31,6 +32,14 @@ for phase in "$@"; do
       echo "rc=$?"; cat "$OUT/$tag-extra.txt" ;;
     crowd)
       timeout 150 python3 -m vkmorph.app.crowd_bench --quick --json "$OUT/$tag-crowd.json" \
+        --markdown "$OUT/$tag-crowd.md" >"$OUT/$tag-crowd.txt" 2>&1
+      echo "rc=$?"; cat "$OUT/$tag-crowd.txt" ;;
+    suite-par)      # the same suite over 8 workers (pytest-xdist, a test file stays in one worker): fits one call
+      VKMORPH_VALIDATION=1 timeout 400 python3 -m pytest -q -p no:cacheprovider -ra -n 8 --dist loadfile \
+        >"$OUT/$tag-suite.log" 2>&1
+      echo "rc=$?"; tail -25 "$OUT/$tag-suite.log" ;;
+    crowd-full)     # N = 1 ... 10,000
+      timeout ${CROWD_S:-300} python3 -m vkmorph.app.crowd_bench --json "$OUT/$tag-crowd.json" \
         --markdown "$OUT/$tag-crowd.md" >"$OUT/$tag-crowd.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-crowd.txt" ;;
     suite)
