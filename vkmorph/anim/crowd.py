@@ -14,6 +14,11 @@ Invariants (as ``SceneState``'s, per instance instead of per node):
   has no side effect, and an instance whose stamp did not move costs that consumer nothing.
 - World matrices and palettes are cached per instance by its skeleton version: only instances that moved are
   recomputed (one vectorized ``PoseBatch`` evaluation over them).
+- ``gpu_posed[i]``: instance i's skeleton pose is sampled on the GPU (``render/crowd_anim.CrowdAnimation``),
+  not held here: ``local`` and the CPU palettes of such an instance are stale by design. Any setter of its local
+  pose (``set_local``, ``play``, ``Instance.set_trs``, ``reset``) hands it back to the CPU (flag cleared, skeleton
+  version stamped), so a host that poses an instance by hand gets exactly its values from that frame on; its
+  world transform (``set_transforms``, stamped in ``transform_versions`` too) is an input of either path.
 
 Weights are checked against the template pose's range (``SceneMorphPose``: ``UsageError``, or clamped with a
 warning when the pose clamps); correctives and in-betweens added to the template pose apply to every instance.
@@ -54,6 +59,8 @@ class CrowdState:
         self.version = 0
         self._weight_versions = np.zeros(N, np.int64)
         self._skeleton_versions = np.zeros(N, np.int64)
+        self._transform_versions = np.zeros(N, np.int64)
+        self._gpu_posed = np.zeros(N, bool)
         # node-major (nodes, instances, 4, 4): a hierarchy level gathers its parents as whole contiguous rows
         self._world = np.zeros((len(scene.nodes), N, 4, 4))
         self._world_applied = np.full(N, -1, np.int64)
@@ -84,6 +91,26 @@ class CrowdState:
     @property
     def skeleton_versions(self) -> np.ndarray:
         return _read_only(self._skeleton_versions)
+
+    @property
+    def transform_versions(self) -> np.ndarray:
+        return _read_only(self._transform_versions)
+
+    @property
+    def gpu_posed(self) -> np.ndarray:
+        """(instances,) bool, read-only: poses sampled on the GPU (see the module docstring)."""
+        return _read_only(self._gpu_posed)
+
+    def set_gpu_posed(self, rows, posed: bool) -> int:
+        """Mark instances ``rows`` as posed on the GPU (True) or here (False); a change stamps their skeleton
+        version (their palettes change source). Called by ``CrowdAnimation.play`` / ``stop``; returns how many
+        changed."""
+        r = self._rows(rows)
+        hit = r[self._gpu_posed[r] != bool(posed)]
+        if len(hit):
+            self._gpu_posed[hit] = bool(posed)
+            self._stamp(self._skeleton_versions, hit)
+        return len(hit)
 
     @property
     def transforms(self) -> np.ndarray:
@@ -156,7 +183,8 @@ class CrowdState:
         """Local TRS of every node of the instances ``rows`` (None: all): (rows, nodes, 3 / 4 / 3) arrays, None
         keeps one. Returns how many instances changed."""
         r = self._rows(rows)
-        changed = np.zeros(len(r), bool)
+        changed = self._gpu_posed[r].copy()     # a GPU-posed instance set by hand is the CPU's again: it changes
+        self._gpu_posed[r] = False
         for arr, value, what in zip(self._local, (translation, rotation, scale), ("translation", "rotation", "scale")):
             if value is None:
                 continue
@@ -185,6 +213,7 @@ class CrowdState:
         if diff.any():
             self._transform[r[diff]] = m[diff]
             self._stamp(self._skeleton_versions, r[diff])
+            self._transform_versions[r[diff]] = self.version
         return int(diff.sum())
 
     def reset(self) -> None:
