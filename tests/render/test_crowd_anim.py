@@ -139,6 +139,7 @@ def test_robot_expressive_clips_on_the_gpu_equal_the_cpu(ctx):
         for k in range(N):   # every instance its own clip, phase and speed
             anim.play(k % len(anim.clips), phase=rng.random() * 3, speed=0.5 + rng.random(), rows=[k])
         for clock in (0.0, 1.234, 17.5):
+            anim.sample_weights(clock)     # the clips' weight channels, on the CPU
             assert run(ctx, anim, 0, clock) == N
             ref = CrowdState(scene, N, rt.pose)
             t = anim.times(clock)
@@ -146,6 +147,7 @@ def test_robot_expressive_clips_on_the_gpu_equal_the_cpu(ctx):
                 rows = np.flatnonzero(anim.clip_of == ci)
                 if len(rows):
                     ref.play(clip, t[rows], rows=rows)
+            np.testing.assert_array_equal(rt.crowd.weights, ref.weights)
             for skin in {p.skin for m in scene.meshes for p in m.primitives if p.is_skinned}:
                 first, J = anim.palette_first(skin), len(scene.skins[skin].joints)
                 want = ref.skin_matrices(skin)   # float32 through up to 8 levels: 5e-5 of the largest entry

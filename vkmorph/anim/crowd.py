@@ -243,6 +243,34 @@ class CrowdState:
             moved = max(moved, self.set_all_weights(W, rows=r))
         return moved
 
+    def play_weights(self, clips: list[AnimationClip], clip_of, times, rows=None) -> int:
+        """Morph weights of instances ``rows`` (None: all) from their own clips: instance ``rows[k]`` plays
+        ``clips[clip_of[k]]`` at ``times[k]`` (a ``clip_of`` outside ``clips`` keeps that row's weights). One
+        vectorized ``sample_many`` per (clip, morph channel) over that clip's rows, one ``set_all_weights`` for
+        all: no Python work per instance (the GPU crowd animation samples the skeleton; weights stay here, where
+        the morph pass's version-gated upload reads them). Returns how many instances changed."""
+        r = self._rows(rows)
+        c = np.asarray(clip_of).reshape(-1)
+        t = np.asarray(times, np.float64).reshape(-1)
+        if len(c) != len(r) or len(t) != len(r):
+            raise UsageError(f"play_weights needs one clip and one time per row: {len(r)} rows, {len(c)} clips, "
+                             f"{len(t)} times")
+        W = self._weights[r].astype(np.float64)
+        for ci, clip in enumerate(clips):
+            if not clip.morph_channels:
+                continue
+            k = np.flatnonzero(c == ci)
+            if not len(k):
+                continue
+            for ch in clip.morph_channels:
+                if not self.pose.has_targets(ch.node):
+                    continue
+                sl = self.pose.slice_of(ch.node)
+                w = sample_many(ch.times, ch.values, t[k], ch.interpolation)
+                m = min(sl.stop - sl.start, w.shape[1])
+                W[k, sl.start:sl.start + m] = w[:, :m]
+        return self.set_all_weights(W, rows=r)
+
     # ------------------------------------------------------------------ derived, cached per instance version
     def stale_rows(self, applied: np.ndarray) -> np.ndarray:
         """Instances whose skeleton version differs from ``applied`` (one vectorized compare)."""

@@ -16,7 +16,9 @@ share one, as ``CrowdState.skin_matrices`` does), ``palette_first(skin)`` says w
 Instances posed by hand (``CrowdState.set_local``, ``Instance.set_trs``: the crowd hands them back to the CPU)
 get their CPU palettes written into the same buffer by the host (only when their skeleton version moved); the
 shader skips them (clip ``NO_CLIP``). So the palette buffer always holds every instance's palette, from one
-source each. Morph weights stay on the CPU (the morph pass's version-gated upload): see docs/architecture.md.
+source each. Morph weights stay on the CPU: ``sample_weights(clock)`` samples the clips' weight channels for
+the GPU-posed instances (vectorized per clip and channel, a few ms at 10,000) and the morph pass uploads the
+changed rows as for any host-set weights (docs/architecture.md says why).
 
 Per frame ``record(cb, slot, time=)``: level 1, nothing recorded when neither the clock nor any version moved
 since this slot was recorded; else host writes of the changed rows (parameters, transforms, CPU palettes),
@@ -216,6 +218,14 @@ class CrowdAnimation:
                      if len(self.clips) else 0.0)
         t = self._phase + self._speed * float(np.float32(clock))
         return np.where(d > 0, t - d * np.floor(t / np.where(d > 0, d, 1.0)), t)
+
+    def sample_weights(self, clock: float) -> int:
+        """The GPU-posed instances' morph weights from their clips' weight channels at ``clock``, on the CPU
+        (``CrowdState.play_weights``: vectorized per clip and channel); returns how many instances changed."""
+        rows = np.flatnonzero(self.crowd.gpu_posed)
+        if not len(rows) or not any(c.morph_channels for c in self.clips):
+            return 0
+        return self.crowd.play_weights(self.clips, self._clip[rows], self.times(clock)[rows], rows=rows)
 
     @property
     def clip_of(self) -> np.ndarray:
