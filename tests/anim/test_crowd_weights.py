@@ -1,6 +1,6 @@
 """``CrowdState.play_weights``: every instance its own clip and time, vectorized per (clip, channel), equal to
-``CrowdState.play`` of each clip over its rows (the per-clip reference); rows whose clip is outside the list
-keep their weights; a wrong length is one UsageError."""
+``CrowdState.play`` of each clip over its rows (the per-clip reference), for moving and constant channels;
+rows whose clip is outside the list keep their weights; a wrong length is one UsageError."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from tests.helpers import asset
 from vkmorph.anim.crowd import CrowdState
+from vkmorph.asset.model import AnimationClip, MorphWeightChannel
 from vkmorph.errors import UsageError
 from vkmorph.morph.state import SceneMorphPose
 
@@ -17,11 +18,15 @@ def test_play_weights_equals_play_per_clip():
     from vkmorph import load_scene
 
     scene = load_scene(str(asset("RobotExpressive", "RobotExpressive.glb")))
-    clips = scene.animations
-    assert any(c.morph_channels for c in clips)
+    rng = np.random.default_rng(4)
+    clips = list(scene.animations)     # the file's weight channels are constant: two clips get moving ones
+    for k, interp in ((0, "LINEAR"), (1, "STEP")):
+        c = clips[k]
+        clips[k] = AnimationClip(c.name, c.duration, node_channels=c.node_channels, morph_channels=[
+            MorphWeightChannel(ch.node, ch.times, rng.random(ch.values.shape), interp) for ch in c.morph_channels])
+    assert all(c.morph_channels for c in clips)
     pose = SceneMorphPose(scene)
     N = 40
-    rng = np.random.default_rng(4)
     clip_of = rng.integers(0, len(clips) + 1, N)          # len(clips): no clip, weights kept
     t = rng.random(N) * 3.0
     got, want = CrowdState(scene, N, pose), CrowdState(scene, N, pose)

@@ -256,20 +256,35 @@ class CrowdState:
             raise UsageError(f"play_weights needs one clip and one time per row: {len(r)} rows, {len(c)} clips, "
                              f"{len(t)} times")
         W = self._weights[r].astype(np.float64)
+        order = np.argsort(c, kind="stable")        # rows grouped by clip: one sort, then a slice per clip
+        bounds = np.searchsorted(c[order], np.arange(len(clips) + 1))
         for ci, clip in enumerate(clips):
-            if not clip.morph_channels:
+            k = order[bounds[ci]:bounds[ci + 1]]
+            if not len(k) or not clip.morph_channels:
                 continue
-            k = np.flatnonzero(c == ci)
-            if not len(k):
-                continue
+            for ch, const in self._weight_plan(clip):
+                sl = self.pose.slice_of(ch.node)
+                w = const if const is not None else sample_many(ch.times, ch.values, t[k], ch.interpolation)
+                m = min(sl.stop - sl.start, w.shape[-1])
+                W[k, sl.start:sl.start + m] = w[..., :m]
+        return self.set_all_weights(W, rows=r)
+
+    def _weight_plan(self, clip: AnimationClip) -> list:
+        """(channel, constant value or None) per morph channel of ``clip`` that drives targets, made once per
+        clip: a channel whose values are all equal (exporters write them for clips that leave the face alone)
+        is that value at every time, so it costs no sampling."""
+        plans = self.__dict__.setdefault("_weight_plans", {})
+        plan = plans.get(id(clip))
+        if plan is None or plan[0] is not clip:
+            chans = []
             for ch in clip.morph_channels:
                 if not self.pose.has_targets(ch.node):
                     continue
-                sl = self.pose.slice_of(ch.node)
-                w = sample_many(ch.times, ch.values, t[k], ch.interpolation)
-                m = min(sl.stop - sl.start, w.shape[1])
-                W[k, sl.start:sl.start + m] = w[:, :m]
-        return self.set_all_weights(W, rows=r)
+                v = np.asarray(ch.values, np.float64).reshape(len(ch.values), -1)
+                const = v[0] if len(v) and (v == v[0]).all() else None
+                chans.append((ch, const))
+            plan = plans[id(clip)] = (clip, chans)
+        return plan[1]
 
     # ------------------------------------------------------------------ derived, cached per instance version
     def stale_rows(self, applied: np.ndarray) -> np.ndarray:

@@ -162,6 +162,128 @@ def changed_scaling(ctx, timer, N: int = 1000, ks=(1, 10, 100, 1000), frames: in
     return out
 
 
+def gpu_anim_costs(ctx, timer, counts=COUNTS, frames: int = 8) -> list[dict]:
+    """The GPU animation path (``render/crowd_anim.CrowdAnimation``): instance k plays clip k mod clips at its
+    own phase and speed, sampled on the GPU; per changing frame the clock moves and every instance's weights
+    change (set by the host with ``set_all_weights``, as the CPU rows do: RobotExpressive's weight channels are
+    constant, so its clips alone would change no weight; ``sample_weights``, the clips' channels on the CPU, is
+    timed beside). Per N: CPU of animation (the weight setter), palettes (``CrowdAnimation.record``: host
+    writes + recording) and ``record()`` (morph upload + dispatches), thread CPU with wall beside; GPU ms of
+    the animation and morph passes; the same with nothing changed; build time; bytes per instance."""
+    from .. import load_scene
+    from .bench import find_model
+
+    path = find_model(MODEL)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    return [_gpu_anim_row(ctx, timer, scene, N, frames) for N in counts]
+
+
+def _gpu_anim_row(ctx, timer, scene, N: int, frames: int) -> dict:
+    from ..render.crowd_anim import CrowdAnimation
+    from ..render.morph_pass import MorphRuntime
+
+    rng = np.random.default_rng(N)
+    rt, build_cpu, build_wall = _timed(lambda: MorphRuntime(ctx, scene, instances=N))
+    anim = None
+    try:
+        anim, anim_build_cpu, anim_build_wall = _timed(lambda: CrowdAnimation(rt))
+        nclips = len(anim.clips)
+        for ci in range(nclips):    # one vectorized play per clip
+            rows = np.arange(ci, N, nclips)
+            anim.play(ci, phase=rng.random(len(rows)) * 3.0, speed=0.8 + 0.4 * rng.random(len(rows)), rows=rows)
+        stats: dict[str, list[float]] = {}
+        base_w = rng.random(rt.crowd.weights.shape)
+        lo, hi = rt.pose.weight_range
+
+        def frame(clock: float, changing: bool):
+            if changing:    # the clips' weight channels (CPU), then every instance's weights set by the host
+                _, cpu_c, wall_c = _timed(lambda: anim.sample_weights(clock))
+                w = lo + (hi - lo) * base_w * (0.5 + 0.5 * np.sin(9.0 * clock + 6.0 * base_w))
+                n_w, cpu_a, wall_a = _timed(lambda: rt.crowd.set_all_weights(w))
+                stats.setdefault("clip_weights_cpu", []).append(cpu_c)
+                stats.setdefault("clip_weights_wall", []).append(wall_c)
+            else:
+                n_w, cpu_a, wall_a = 0, 0.0, 0.0
+            rec = {}
+
+            def seg_anim(cb):
+                rec["a"], rec["acpu"], rec["awall"] = _timed(lambda: anim.record(cb, time=clock))
+
+            def seg_morph(cb):
+                rec["c"], rec["cpu"], rec["wall"] = _timed(lambda: rt.record(cb, consumer="compute"))
+            anim_ms, morph_ms = timer.run([seg_anim, seg_morph], 1)
+            key = "changed" if changing else "unchanged"
+            for name, v in (("anim_cpu", cpu_a), ("anim_wall", wall_a), ("palette_cpu", rec["acpu"]),
+                            ("palette_wall", rec["awall"]), ("record_cpu", rec["cpu"]), ("record_wall", rec["wall"]),
+                            ("anim_gpu", anim_ms), ("gpu", morph_ms), ("animated", rec["a"]),
+                            ("weights_changed", n_w), ("instances_dispatched", rec["c"].instances_dispatched)):
+                stats.setdefault(f"{key}_{name}", []).append(v)
+
+        for f in range(frames + 1):   # the first uploads every instance's parameters (dropped below)
+            frame(f / 30.0, True)
+        for _ in range(frames + 1):   # nothing changed: same clock, no setter (the first still records the last)
+            frame(frames / 30.0, False)
+        b = rt.batch
+        morph_bytes = b.instance_stride * rt.slots + 4 * b.weight_words * b.instance_slots + b.instance_slots // 8
+        anim_bytes = rt.slots * (16 + 64 + 64 * anim.palette_width)   # parameters, transform, palettes per slot
+        row = {"instances": N, "path": "gpu", "build_cpu_ms": build_cpu + anim_build_cpu,
+               "build_wall_ms": build_wall + anim_build_wall, "runtime_build_wall_ms": build_wall,
+               "anim_build_wall_ms": anim_build_wall, "gpu_bytes_per_instance": morph_bytes + anim_bytes,
+               "morph_bytes_per_instance": morph_bytes, "anim_bytes_per_instance": anim_bytes,
+               "palette_bytes_per_instance": rt.slots * 64 * anim.palette_width,
+               "cpu_state_bytes_per_instance": _cpu_state_bytes(rt.crowd) + 8 * 3 + 4, "frames": frames}
+        for k, v in stats.items():
+            row[k] = float(np.median(v[1:]))
+        return row
+    finally:
+        if anim is not None:
+            anim.destroy()
+        rt.destroy()
+        ctx.wait_idle()
+
+
+def _cpu_state_bytes(crowd) -> int:
+    """Host bytes one instance adds to a CrowdState: weights, local TRS, transform, versions, flags, its world
+    matrices and its palettes (the CPU caches)."""
+    return int(crowd._weights[0].nbytes + sum(a[0].nbytes for a in crowd._local) + crowd._transform[0].nbytes
+               + crowd._world[:, 0].nbytes + sum(p[0].nbytes for p in crowd._palettes.values()) + 8 * 5 + 1)
+
+
+def gpu_anim_line(c: dict) -> str:
+    total = c["changed_anim_cpu"] + c["changed_palette_cpu"] + c["changed_record_cpu"]
+    idle = c["unchanged_anim_cpu"] + c["unchanged_palette_cpu"] + c["unchanged_record_cpu"]
+    return (f"crowd {c['instances']:>6,} (GPU animation): changing {total:.2f} ms CPU = {c['changed_anim_cpu']:.2f} "
+            f"weights + {c['changed_palette_cpu']:.2f} palettes pass + {c['changed_record_cpu']:.2f} morph record "
+            f"(wall {c['changed_anim_wall'] + c['changed_palette_wall'] + c['changed_record_wall']:.2f}); GPU anim "
+            f"{c['changed_anim_gpu']:.3f} ms, morph {c['changed_gpu']:.3f} ms; unchanged {idle:.3f} ms CPU; build "
+            f"{c['build_wall_ms']:.0f} ms wall; {c['gpu_bytes_per_instance'] / 1024:.1f} KiB GPU per instance")
+
+
+def gpu_anim_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    base = rows[0]["build_wall_ms"]
+    out = ["", f"Crowds with GPU animation ({MODEL} x N, instance k plays clip k mod 14 at its own phase and speed; "
+           "skeleton sampled and palettes written by glsl/crowd_anim.comp, morph weights sampled on the CPU; median "
+           f"of {rows[0]['frames']} frames; CPU = thread CPU time, wall in brackets):", "",
+           "| instances | CPU changing ms: weights + palettes pass + morph record = total | unchanged frame CPU ms | "
+           "GPU anim ms | GPU morph ms | build ms wall (x one instance) | GPU KiB / instance (morph + anim) | "
+           "CPU KiB / instance |", "|---|---|---|---|---|---|---|---|"]
+    for c in rows:
+        total = c["changed_anim_cpu"] + c["changed_palette_cpu"] + c["changed_record_cpu"]
+        wall = c["changed_anim_wall"] + c["changed_palette_wall"] + c["changed_record_wall"]
+        idle = c["unchanged_anim_cpu"] + c["unchanged_palette_cpu"] + c["unchanged_record_cpu"]
+        idle_w = c["unchanged_anim_wall"] + c["unchanged_palette_wall"] + c["unchanged_record_wall"]
+        out.append(f"| {c['instances']:,} | {c['changed_anim_cpu']:.2f} + {c['changed_palette_cpu']:.2f} + "
+                   f"{c['changed_record_cpu']:.2f} = **{total:.2f}** ({wall:.2f}) | {idle:.3f} ({idle_w:.3f}) | "
+                   f"{c['changed_anim_gpu']:.3f} | {c['changed_gpu']:.3f} | {c['build_wall_ms']:.0f} "
+                   f"(x{c['build_wall_ms'] / base:.1f}) | {c['morph_bytes_per_instance'] / 1024:.1f} + "
+                   f"{c['anim_bytes_per_instance'] / 1024:.1f} | {c['cpu_state_bytes_per_instance'] / 1024:.1f} |")
+    return out
+
+
 def crowd_line(c: dict) -> str:
     return (f"crowd {c['instances']:>6,}: changing {c['changed_anim_cpu']:.2f} + {c['changed_palette_cpu']:.2f} + "
             f"{c['changed_record_cpu']:.2f} ms CPU (anim + palettes + record; wall {c['changed_anim_wall']:.2f} + "
@@ -218,19 +340,26 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--only-changed", action="store_true", help="only the k-of-N changed rows")
+    ap.add_argument("--only-gpu-anim", action="store_true", help="only the GPU-animation rows")
     args = ap.parse_args(argv)
     ctx = Context.create(echo_messages=True)
     try:
         timer = WindowTimer(ctx)
         report = {"device": ctx.info.name, "driver": driver_string(ctx), "date": time.strftime("%Y-%m-%d %H:%M"),
                   "crowd": []}
+        report["gpu_anim"] = []
         for N in (COUNTS_QUICK if args.quick else COUNTS):
+            rows = [] if args.only_changed else gpu_anim_costs(ctx, timer, (N,))
+            report["gpu_anim"] += rows
+            for c in rows:
+                print(gpu_anim_line(c), flush=True)
+        for N in ([] if args.only_gpu_anim else COUNTS_QUICK if args.quick else COUNTS):
             rows = [] if args.only_changed else crowd_costs(ctx, timer, (N,))
             report["crowd"] += rows
             for c in rows:
                 print(crowd_line(c), flush=True)
-        report["changed_scaling"] = changed_scaling(ctx, timer, 100 if args.quick else 1000,
-                                                    (1, 10, 100) if args.quick else (1, 10, 100, 1000))
+        report["changed_scaling"] = [] if args.only_gpu_anim else changed_scaling(
+            ctx, timer, 100 if args.quick else 1000, (1, 10, 100) if args.quick else (1, 10, 100, 1000))
         for d in report["changed_scaling"]:
             print(f"{d['changed']:>5} of {d['instances']} instances changing: {d['cpu_ms']:.2f} ms CPU (setters, "
                   f"palettes, record), GPU morph {d['gpu_ms']:.3f} ms, {d['instances_dispatched']} dispatched",
@@ -245,7 +374,8 @@ def main(argv=None) -> int:
         with open(args.markdown, "w") as fh:
             fh.write("\n".join([f"# vkmorph crowd bench, {report['date']}, {report['device']} "
                                 f"(driver {report['driver']})", ""] + crowd_markdown(report["crowd"])
-                               + changed_markdown(report.get("changed_scaling", []))) + "\n")
+                               + changed_markdown(report.get("changed_scaling", []))
+                               + gpu_anim_markdown(report.get("gpu_anim", []))) + "\n")
     return 0
 
 
