@@ -166,3 +166,45 @@ def test_bad_clip_is_one_usage_error(ctx):
             anim.play(0, speed=float("nan"))
     with MorphRuntime(ctx, scene) as rt, pytest.raises(UsageError, match="crowd runtime"):
         CrowdAnimation(rt)
+
+
+def test_compute_skinning_reads_the_gpu_palettes(ctx):
+    """CrowdSkinning(animation=...) skins every GPU-posed instance with the animation pass's palettes, each
+    frame the clock moves: its vertices equal CPU-posed skinning at the same times (the reference runtime)."""
+    from vkmorph.gpu import memory as M
+    from vkmorph.render.crowd_skin import CrowdSkinning
+
+    rng = np.random.default_rng(8)
+    scene = anim_scene(rng)
+    N = 6
+    with MorphRuntime(ctx, scene, instances=N) as rt, CrowdAnimation(rt) as anim, \
+            MorphRuntime(ctx, scene, instances=N) as ref:
+        skin = CrowdSkinning(rt, passes=3, path="compute", animation=anim)
+        ref_skin = CrowdSkinning(ref, passes=3, path="compute")
+        try:
+            tf = np.repeat(np.eye(4)[None], N, 0)
+            tf[:, :3, 3] = rng.normal(size=(N, 3))
+            rt.crowd.set_transforms(tf)
+            ref.crowd.set_transforms(tf)
+            anim.play(0, phase=rng.random(3), speed=[1.0, 0.5, 2.0], rows=[0, 2, 4])
+            anim.play(1, phase=rng.random(2), speed=1.3, rows=[1, 3])   # instance 5: rest pose on the CPU
+            for clock in (0.25, 1.7):
+                got = []
+
+                def frame(cb, clock=clock, got=got):
+                    rt.record(cb, consumer="compute")
+                    anim.record(cb, time=clock, consumer="compute")
+                    got.append(skin.record(cb))
+                ctx.submit_and_wait(frame)
+                assert got[0] == (N if clock == 0.25 else 5)    # later frames: only the GPU-posed ones
+                t = anim.times(clock)
+                for ci, clip in enumerate(anim.clips):
+                    rows = np.flatnonzero((anim.clip_of == ci) & rt.crowd.gpu_posed)
+                    ref.crowd.play(clip, t[rows], rows=rows)
+                ctx.submit_and_wait(lambda cb: (ref.record(cb, consumer="compute"), ref_skin.record(cb)))
+                a = M.readback(ctx, skin.outputs[0], np.float32)
+                b = M.readback(ctx, ref_skin.outputs[0], np.float32)
+                np.testing.assert_allclose(a, b, atol=5e-4, rtol=0)
+        finally:
+            skin.destroy()
+            ref_skin.destroy()

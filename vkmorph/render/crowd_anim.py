@@ -139,6 +139,7 @@ class CrowdAnimation:
         self._applied_transforms = np.full((slots, N), -1, np.int64)
         self._applied_skeleton = np.full((slots, N), -1, np.int64)
         self._applied_frame: list[tuple | None] = [None] * slots
+        self.dispatches = [0] * slots    # per slot: how many times record() dispatched (CrowdSkinning follows it)
         self._owner = Owner(self.ctx, "crowd animation")
         self._last_serial = 0
         try:
@@ -297,6 +298,7 @@ class CrowdAnimation:
                 self.pipeline.push(cb, vk.ffi.from_buffer(push))
                 vk.vkCmdDispatch(cb, self.pipeline.groups(n), 1, 1)
             dispatched = len(gpu_rows)
+            self.dispatches[slot] += 1
         if any_gpu or len(cpu_rows):
             barriers.record(cb, barrier)    # palettes read by skinning (compute) or skin.vert (vertex)
             self._last_serial = self.ctx.next_serial()
