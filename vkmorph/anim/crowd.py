@@ -109,6 +109,8 @@ class CrowdState:
         hit = r[self._gpu_posed[r] != bool(posed)]
         if len(hit):
             self._gpu_posed[hit] = bool(posed)
+            if not posed:
+                self._dirty_nodes[:] = True     # its cached local matrices may predate its GPU time: redo them
             self._stamp(self._skeleton_versions, hit)
         return len(hit)
 
@@ -184,7 +186,9 @@ class CrowdState:
         keeps one. Returns how many instances changed."""
         r = self._rows(rows)
         changed = self._gpu_posed[r].copy()     # a GPU-posed instance set by hand is the CPU's again: it changes
-        self._gpu_posed[r] = False
+        if changed.any():
+            self._gpu_posed[r] = False
+            self._dirty_nodes[:] = True         # its cached local matrices may predate its GPU time: redo them
         for arr, value, what in zip(self._local, (translation, rotation, scale), ("translation", "rotation", "scale")):
             if value is None:
                 continue
@@ -291,10 +295,20 @@ class CrowdState:
         """Instances whose skeleton version differs from ``applied`` (one vectorized compare)."""
         return np.flatnonzero(self._skeleton_versions != applied)
 
+    def _cpu_stale(self, applied: np.ndarray) -> np.ndarray:
+        """``stale_rows`` that are posed here; GPU-posed ones are marked applied without CPU work (their CPU
+        world matrices and palettes are stale by design: the GPU pass computes them)."""
+        rows = self.stale_rows(applied)
+        gpu = self._gpu_posed[rows]
+        if gpu.any():
+            applied[rows[gpu]] = self._skeleton_versions[rows[gpu]]
+            rows = rows[~gpu]
+        return rows
+
     def world_matrices(self) -> np.ndarray:
         """(instances, nodes, 4, 4) float64 world matrices (instance transform x the node's world), a read-only
         view (node-major underneath); only instances that moved since the last call are recomputed."""
-        rows = self.stale_rows(self._world_applied)
+        rows = self._cpu_stale(self._world_applied)
         if len(rows):
             fresh, moved = self._split_fresh(rows)
             if len(fresh):        # never changed: the rest pose under an identity transform, computed once
@@ -355,7 +369,7 @@ class CrowdState:
             pal = self._palettes[skin] = np.zeros((self.count, J, 4, 4), np.float32)
             self._palette_applied[skin] = np.full(self.count, -1, np.int64)
         applied = self._palette_applied[skin]
-        rows = self.stale_rows(applied)
+        rows = self._cpu_stale(applied)
         if len(rows):
             self.world_matrices()
             s = self.scene.skins[skin]
