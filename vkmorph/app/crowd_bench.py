@@ -182,13 +182,18 @@ def gpu_anim_costs(ctx, timer, counts=COUNTS, frames: int = 8) -> list[dict]:
 
 def _gpu_anim_row(ctx, timer, scene, N: int, frames: int) -> dict:
     from ..render.crowd_anim import CrowdAnimation
+    from ..render.crowd_skin import CrowdSkinning
     from ..render.morph_pass import MorphRuntime
 
     rng = np.random.default_rng(N)
     rt, build_cpu, build_wall = _timed(lambda: MorphRuntime(ctx, scene, instances=N))
-    anim = None
+    anim = skin = None
     try:
         anim, anim_build_cpu, anim_build_wall = _timed(lambda: CrowdAnimation(rt))
+        try:      # skin once per frame from the animation's palettes, where the device can bind the crowd
+            skin = CrowdSkinning(rt, passes=3, path="compute", animation=anim)
+        except UsageError:
+            skin = None
         nclips = len(anim.clips)
         for ci in range(nclips):    # one vectorized play per clip
             rows = np.arange(ci, N, nclips)
@@ -213,12 +218,17 @@ def _gpu_anim_row(ctx, timer, scene, N: int, frames: int) -> dict:
 
             def seg_morph(cb):
                 rec["c"], rec["cpu"], rec["wall"] = _timed(lambda: rt.record(cb, consumer="compute"))
-            anim_ms, morph_ms = timer.run([seg_anim, seg_morph], 1)
+
+            def seg_skin(cb):
+                rec["s"], rec["scpu"], rec["swall"] = _timed(lambda: skin.record(cb)) if skin else (0, 0.0, 0.0)
+            morph_ms, anim_ms, skin_ms = timer.run([seg_morph, seg_anim, seg_skin], 1)
             key = "changed" if changing else "unchanged"
             for name, v in (("anim_cpu", cpu_a), ("anim_wall", wall_a), ("palette_cpu", rec["acpu"]),
                             ("palette_wall", rec["awall"]), ("record_cpu", rec["cpu"]), ("record_wall", rec["wall"]),
                             ("anim_gpu", anim_ms), ("gpu", morph_ms), ("animated", rec["a"]),
-                            ("weights_changed", n_w), ("instances_dispatched", rec["c"].instances_dispatched)):
+                            ("weights_changed", n_w), ("instances_dispatched", rec["c"].instances_dispatched),
+                            ("skin_cpu", rec["scpu"]), ("skin_wall", rec["swall"]), ("skin_gpu", skin_ms),
+                            ("skinned", rec["s"])):
                 stats.setdefault(f"{key}_{name}", []).append(v)
 
         for f in range(frames + 1):   # the first uploads every instance's parameters (dropped below)
@@ -236,8 +246,11 @@ def _gpu_anim_row(ctx, timer, scene, N: int, frames: int) -> dict:
                "cpu_state_bytes_per_instance": _cpu_state_bytes(rt.crowd) + 8 * 3 + 4, "frames": frames}
         for k, v in stats.items():
             row[k] = float(np.median(v[1:]))
+        row["skinning"] = skin is not None
         return row
     finally:
+        if skin is not None:
+            skin.destroy()
         if anim is not None:
             anim.destroy()
         rt.destroy()
@@ -251,12 +264,16 @@ def _cpu_state_bytes(crowd) -> int:
                + crowd._world[:, 0].nbytes + sum(p[0].nbytes for p in crowd._palettes.values()) + 8 * 5 + 1)
 
 
+def _frame_cpu(c: dict, key: str, what: str = "cpu") -> float:
+    """A frame's CPU (or wall) ms: weights + palettes pass + morph record + skinning record."""
+    return sum(c[f"{key}_{p}_{what}"] for p in ("anim", "palette", "record", "skin"))
+
+
 def gpu_anim_line(c: dict) -> str:
-    total = c["changed_anim_cpu"] + c["changed_palette_cpu"] + c["changed_record_cpu"]
-    idle = c["unchanged_anim_cpu"] + c["unchanged_palette_cpu"] + c["unchanged_record_cpu"]
+    total, idle = _frame_cpu(c, "changed"), _frame_cpu(c, "unchanged")
     return (f"crowd {c['instances']:>6,} (GPU animation): changing {total:.2f} ms CPU = {c['changed_anim_cpu']:.2f} "
-            f"weights + {c['changed_palette_cpu']:.2f} palettes pass + {c['changed_record_cpu']:.2f} morph record "
-            f"(wall {c['changed_anim_wall'] + c['changed_palette_wall'] + c['changed_record_wall']:.2f}); GPU anim "
+            f"weights + {c['changed_palette_cpu']:.2f} palettes pass + {c['changed_record_cpu']:.2f} morph record + "
+            f"{c['changed_skin_cpu']:.2f} skinning record (wall {_frame_cpu(c, 'changed', 'wall'):.2f}); GPU anim "
             f"{c['changed_anim_gpu']:.3f} ms, morph {c['changed_gpu']:.3f} ms; unchanged {idle:.3f} ms CPU; build "
             f"{c['build_wall_ms']:.0f} ms wall; {c['gpu_bytes_per_instance'] / 1024:.1f} KiB GPU per instance")
 
@@ -266,19 +283,23 @@ def gpu_anim_markdown(rows: list[dict]) -> list[str]:
         return []
     base = rows[0]["build_wall_ms"]
     out = ["", f"Crowds with GPU animation ({MODEL} x N, instance k plays clip k mod 14 at its own phase and speed; "
-           "skeleton sampled and palettes written by glsl/crowd_anim.comp, morph weights sampled on the CPU; median "
-           f"of {rows[0]['frames']} frames; CPU = thread CPU time, wall in brackets):", "",
-           "| instances | CPU changing ms: weights + palettes pass + morph record = total | unchanged frame CPU ms | "
-           "GPU anim ms | GPU morph ms | build ms wall (x one instance) | GPU KiB / instance (morph + anim) | "
-           "CPU KiB / instance |", "|---|---|---|---|---|---|---|---|"]
+           "skeleton sampled and palettes written by glsl/crowd_anim.comp; every instance's weights set by the host "
+           f"every frame; median of {rows[0]['frames']} frames; CPU = thread CPU time, wall in brackets):", "",
+           "| instances | CPU changing ms: weights + palettes pass + morph record + skinning record = total | "
+           "unchanged frame CPU ms | "
+           "GPU anim ms | GPU morph ms | compute skinning: record CPU ms, GPU ms | clip weight channels CPU ms | "
+           "build ms wall (x one instance) | GPU KiB / instance (morph + anim) | CPU KiB / instance |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for c in rows:
-        total = c["changed_anim_cpu"] + c["changed_palette_cpu"] + c["changed_record_cpu"]
-        wall = c["changed_anim_wall"] + c["changed_palette_wall"] + c["changed_record_wall"]
-        idle = c["unchanged_anim_cpu"] + c["unchanged_palette_cpu"] + c["unchanged_record_cpu"]
-        idle_w = c["unchanged_anim_wall"] + c["unchanged_palette_wall"] + c["unchanged_record_wall"]
+        total, wall = _frame_cpu(c, "changed"), _frame_cpu(c, "changed", "wall")
+        idle, idle_w = _frame_cpu(c, "unchanged"), _frame_cpu(c, "unchanged", "wall")
         out.append(f"| {c['instances']:,} | {c['changed_anim_cpu']:.2f} + {c['changed_palette_cpu']:.2f} + "
-                   f"{c['changed_record_cpu']:.2f} = **{total:.2f}** ({wall:.2f}) | {idle:.3f} ({idle_w:.3f}) | "
-                   f"{c['changed_anim_gpu']:.3f} | {c['changed_gpu']:.3f} | {c['build_wall_ms']:.0f} "
+                   f"{c['changed_record_cpu']:.2f} + {c['changed_skin_cpu']:.2f} = **{total:.2f}** ({wall:.2f}) | "
+                   f"{idle:.3f} ({idle_w:.3f}) | "
+                   f"{c['changed_anim_gpu']:.3f} | {c['changed_gpu']:.3f} | "
+                   + (f"{c['changed_skin_cpu']:.2f}, {c['changed_skin_gpu']:.3f}" if c.get("skinning") else
+                      "skipped: bindings over maxStorageBufferRange")
+                   + f" | {c['clip_weights_cpu']:.2f} | {c['build_wall_ms']:.0f} "
                    f"(x{c['build_wall_ms'] / base:.1f}) | {c['morph_bytes_per_instance'] / 1024:.1f} + "
                    f"{c['anim_bytes_per_instance'] / 1024:.1f} | {c['cpu_state_bytes_per_instance'] / 1024:.1f} |")
     return out
