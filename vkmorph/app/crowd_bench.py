@@ -305,6 +305,72 @@ def gpu_anim_markdown(rows: list[dict]) -> list[str]:
     return out
 
 
+HEAD_COUNTS, HEAD_COUNTS_QUICK = (1, 4, 16, 64), (1, 4)
+
+
+def _gpu_bytes_used(ctx) -> int:
+    from ..gpu.memory import Allocator
+
+    return int(sum(n for b in Allocator.of(ctx).blocks for _, n in b._spans.values()))   # bytes incl. padding
+
+
+def crowd_heads(ctx, timer, counts=HEAD_COUNTS, fmt: str = "full", frames: int = 3) -> list[dict]:
+    """Dawn-like heads as a crowd: ``MorphRuntime(instances=N)`` of ONE head (14k vertices, 50 targets, 10 %
+    clustered coverage, 5 active), so deltas, tables and base vertices exist once and each head adds its output
+    and weight slots. Per N the GPU ms of a frame in which every head's weights change (measured at that N,
+    not extrapolated from another) and the GPU bytes the runtime holds (allocator bytes in use), from which
+    bytes per extra head = (bytes(N) - bytes(1)) / (N - 1). ``heads_per_16_6_ms`` in ``crowd_heads_summary``
+    is the largest N measured whose frame took <= 16.6 ms."""
+    from ..render.morph_pass import MorphRuntime
+    from .bench import FRAME_MS, synthetic_primitive, synthetic_scene
+
+    head = synthetic_primitive(14_000, 50, 0.1, "clustered", seed=3)
+    scene = synthetic_scene([head])
+    out, base_bytes = [], None
+    for N in counts:
+        before = _gpu_bytes_used(ctx)
+        rt, _, build_wall = _timed(lambda N=N: MorphRuntime(ctx, scene, instances=N, delta_format=fmt))
+        try:
+            held = _gpu_bytes_used(ctx) - before
+            base_bytes = held if base_bytes is None and N == 1 else base_bytes
+            W = np.zeros(rt.crowd.weights.shape, np.float32)
+            sl = rt.pose.slice_of(0)
+            W[:, sl.start:sl.start + 5] = 0.5
+            flip = [0]
+
+            def rec(cb, W=W, rt=rt, flip=flip):
+                flip[0] ^= 1
+                rt.crowd.set_all_weights(W * (0.9 if flip[0] else 1.0))
+                rt.record(cb)
+            ms = min(timer.run([rec], frames)[0] for _ in range(2))
+            out.append({"heads": N, "format": fmt, "gpu_ms": ms, "gpu_us_per_head": 1e3 * ms / N,
+                        "fits_16_6_ms": bool(ms <= FRAME_MS), "gpu_bytes": held, "build_wall_ms": build_wall,
+                        "kernel": rt.batch.kernel_family,
+                        "bytes_per_extra_head": (held - base_bytes) / (N - 1) if base_bytes is not None and N > 1
+                        else None})
+        finally:
+            rt.destroy()
+            ctx.wait_idle()
+    return out
+
+
+def heads_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    fit = [r["heads"] for r in rows if r["fits_16_6_ms"]]
+    out = ["", f"Dawn-like heads as one crowd (instances of one head asset: deltas shared; {rows[0]['format']} "
+           f"deltas, {rows[0]['kernel']}; every head's 5 weights change every frame; GPU ms measured at each N). "
+           f"Largest N measured within 16.6 ms: {max(fit) if fit else 'none'}:", "",
+           "| heads | GPU ms per frame | GPU us per head | within 16.6 ms | GPU MiB held | bytes per extra head | "
+           "build ms wall |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        per = "" if r["bytes_per_extra_head"] is None else f"{r['bytes_per_extra_head'] / 1024:.1f} KiB"
+        out.append(f"| {r['heads']:,} | {r['gpu_ms']:.3f} | {r['gpu_us_per_head']:.2f} | "
+                   f"{'yes' if r['fits_16_6_ms'] else 'no'} | {r['gpu_bytes'] / 2**20:.1f} | {per} | "
+                   f"{r['build_wall_ms']:.0f} |")
+    return out
+
+
 def crowd_line(c: dict) -> str:
     return (f"crowd {c['instances']:>6,}: changing {c['changed_anim_cpu']:.2f} + {c['changed_palette_cpu']:.2f} + "
             f"{c['changed_record_cpu']:.2f} ms CPU (anim + palettes + record; wall {c['changed_anim_wall']:.2f} + "
@@ -362,6 +428,7 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown")
     ap.add_argument("--only-changed", action="store_true", help="only the k-of-N changed rows")
     ap.add_argument("--only-gpu-anim", action="store_true", help="only the GPU-animation rows")
+    ap.add_argument("--heads", type=int, nargs="*", help="only Dawn-like heads as a crowd, at these counts")
     args = ap.parse_args(argv)
     ctx = Context.create(echo_messages=True)
     try:
@@ -369,17 +436,23 @@ def main(argv=None) -> int:
         report = {"device": ctx.info.name, "driver": driver_string(ctx), "date": time.strftime("%Y-%m-%d %H:%M"),
                   "crowd": []}
         report["gpu_anim"] = []
-        for N in (COUNTS_QUICK if args.quick else COUNTS):
+        if args.heads is not None:    # only the heads
+            report["heads"] = crowd_heads(ctx, timer, tuple(args.heads) or (HEAD_COUNTS_QUICK if args.quick
+                                                                            else HEAD_COUNTS))
+            for r in report["heads"]:
+                print(f"{r['heads']:>7,} Dawn-like heads (one shared head): {r['gpu_ms']:.3f} ms GPU, "
+                      f"{r['gpu_us_per_head']:.2f} us per head, {r['gpu_bytes'] / 2**20:.1f} MiB", flush=True)
+        for N in ([] if args.heads is not None else COUNTS_QUICK if args.quick else COUNTS):
             rows = [] if args.only_changed else gpu_anim_costs(ctx, timer, (N,))
             report["gpu_anim"] += rows
             for c in rows:
                 print(gpu_anim_line(c), flush=True)
-        for N in ([] if args.only_gpu_anim else COUNTS_QUICK if args.quick else COUNTS):
+        for N in ([] if args.only_gpu_anim or args.heads is not None else COUNTS_QUICK if args.quick else COUNTS):
             rows = [] if args.only_changed else crowd_costs(ctx, timer, (N,))
             report["crowd"] += rows
             for c in rows:
                 print(crowd_line(c), flush=True)
-        report["changed_scaling"] = [] if args.only_gpu_anim else changed_scaling(
+        report["changed_scaling"] = [] if args.only_gpu_anim or args.heads is not None else changed_scaling(
             ctx, timer, 100 if args.quick else 1000, (1, 10, 100) if args.quick else (1, 10, 100, 1000))
         for d in report["changed_scaling"]:
             print(f"{d['changed']:>5} of {d['instances']} instances changing: {d['cpu_ms']:.2f} ms CPU (setters, "
@@ -396,7 +469,8 @@ def main(argv=None) -> int:
             fh.write("\n".join([f"# vkmorph crowd bench, {report['date']}, {report['device']} "
                                 f"(driver {report['driver']})", ""] + crowd_markdown(report["crowd"])
                                + changed_markdown(report.get("changed_scaling", []))
-                               + gpu_anim_markdown(report.get("gpu_anim", []))) + "\n")
+                               + gpu_anim_markdown(report.get("gpu_anim", []))
+                               + heads_markdown(report.get("heads", []))) + "\n")
     return 0
 
 
