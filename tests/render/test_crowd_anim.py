@@ -109,7 +109,10 @@ def test_gpu_palettes_equal_the_numpy_reference_per_instance(ctx):
             assert run(ctx, anim, slot, clock) == 8
             gpu = anim.palette_view(slot)[:, first:first + J]
             np.testing.assert_allclose(gpu, reference(rt, anim, clock, hand), atol=TOL, rtol=0)
-        # a frame where nothing moved (same clock, no setter) records nothing at all
+        # a frame where nothing moved (same clock, no setter) records nothing at all; nor one where only
+        # weights moved (the palettes do not depend on them)
+        assert run(ctx, anim, 1, 5.123) == 0
+        rt.crowd[0].set_weights("mesh", [0.5, 0.0, 0.25])
         assert run(ctx, anim, 1, 5.123) == 0
         # instance 2 posed by hand: from now on its CPU values, the others stay on the GPU
         hand[2] = (4, "rotation", list(_quats(rng, 1)[0]))
@@ -162,8 +165,12 @@ def test_bad_clip_is_one_usage_error(ctx):
             anim.play("walk")
         with pytest.raises(UsageError, match="out of range"):
             anim.play(5)
-        with pytest.raises(UsageError, match="finite"):
+        with pytest.raises(UsageError, match="speed must be finite"):
             anim.play(0, speed=float("nan"))
+        with pytest.raises(UsageError, match="phase must be one value or one per row: 2 rows, 3 values"):
+            anim.play(0, phase=[0.0, 1.0, 2.0])
+        with pytest.raises(UsageError, match="time must be finite"):
+            ctx.submit_and_wait(lambda cb: anim.record(cb, time=float("inf")))
     with MorphRuntime(ctx, scene) as rt, pytest.raises(UsageError, match="crowd runtime"):
         CrowdAnimation(rt)
 

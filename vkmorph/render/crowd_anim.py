@@ -49,7 +49,7 @@ _PATHS = {"translation": 0, "rotation": 1, "scale": 2}
 MAX_GROUPS = 65535
 
 
-def _vec4(values: np.ndarray, path: str) -> np.ndarray:
+def _vec4(values: np.ndarray) -> np.ndarray:
     v = np.asarray(values, np.float32).reshape(len(values), -1)
     out = np.zeros((len(v), 4), np.float32)
     out[:, :v.shape[1]] = v[:, :4]
@@ -81,7 +81,7 @@ class ClipTables:
         for ci, clip in enumerate(clips):
             for ch in clip.node_channels:        # in channel order: a later channel of the same path wins
                 tt = np.asarray(ch.times, np.float32).reshape(-1)
-                vv = _vec4(ch.values, ch.path)
+                vv = _vec4(ch.values)
                 mode = _MODES[ch.interpolation] | (_QUATERNION if ch.path == "rotation" else 0)
                 node_channels[ci, pos[ch.node], _PATHS[ch.path]] = len(channels) + 1
                 channels.append((mode, t_len, len(tt), v_len))
@@ -140,6 +140,7 @@ class CrowdAnimation:
         self._applied_skeleton = np.full((slots, N), -1, np.int64)
         self._applied_frame: list[tuple | None] = [None] * slots
         self.dispatches = [0] * slots    # per slot: how many times record() dispatched (CrowdSkinning follows it)
+        self._applied_clock: list[float | None] = [None] * slots
         self._owner = Owner(self.ctx, "crowd animation")
         self._last_serial = 0
         try:
@@ -195,10 +196,13 @@ class CrowdAnimation:
         (``phase``, ``speed``: scalars or one per row). Returns how many instances' parameters changed."""
         r = self.crowd._rows(rows)
         ci = self.clip_index(clip)
-        ph = np.broadcast_to(np.asarray(phase, np.float64), r.shape)
-        sp = np.broadcast_to(np.asarray(speed, np.float64), r.shape)
-        if not (np.isfinite(ph).all() and np.isfinite(sp).all()):
-            raise UsageError("phase and speed must be finite")
+        ph, sp = (np.asarray(v, np.float64).reshape(-1) for v in (phase, speed))
+        for what, v in (("phase", ph), ("speed", sp)):
+            if len(v) not in (1, len(r)):
+                raise UsageError(f"{what} must be one value or one per row: {len(r)} rows, {len(v)} values")
+            if not np.isfinite(v).all():
+                raise UsageError(f"{what} must be finite")
+        ph, sp = np.broadcast_to(ph, r.shape), np.broadcast_to(sp, r.shape)
         self.crowd.set_gpu_posed(r, True)
         diff = (self._clip[r] != ci) | (self._phase[r] != ph) | (self._speed[r] != sp)
         hit = r[diff]
@@ -250,6 +254,8 @@ class CrowdAnimation:
         dispatched (0 with nothing recorded at all when nothing moved)."""
         slot = self.rt._slot(slot)
         crowd = self.crowd
+        if not np.isfinite(time):
+            raise UsageError(f"time must be finite, got {time!r}")
         clock = float(np.float32(time))
         posed = crowd._gpu_posed
         any_gpu = bool(posed.any())
@@ -284,7 +290,9 @@ class CrowdAnimation:
                 view[cpu_rows, first:first + pal.shape[1]] = pal[cpu_rows].transpose(0, 1, 3, 2)
         self._applied_skeleton[slot, moved] = skel[moved]
         dispatched = 0
-        if any_gpu:
+        # the GPU-posed palettes depend on the clock, their parameters, transforms and who poses them: when none
+        # of those moved for this slot (only weights did, say), its palettes are current and nothing is recorded
+        if any_gpu and (clock != self._applied_clock[slot] or len(rows) or len(trows)):
             gpu_rows = np.flatnonzero(posed)
             lo, hi = int(gpu_rows[0]), int(gpu_rows[-1]) + 1
             barriers.record(cb, barriers.PREVIOUS_FRAME_TO_ANIM)
@@ -299,7 +307,8 @@ class CrowdAnimation:
                 vk.vkCmdDispatch(cb, self.pipeline.groups(n), 1, 1)
             dispatched = len(gpu_rows)
             self.dispatches[slot] += 1
-        if any_gpu or len(cpu_rows):
+            self._applied_clock[slot] = clock
+        if dispatched:
             barriers.record(cb, barrier)    # palettes read by skinning (compute) or skin.vert (vertex)
             self._last_serial = self.ctx.next_serial()
         self._applied_frame[slot] = frame
