@@ -305,6 +305,73 @@ def gpu_anim_markdown(rows: list[dict]) -> list[str]:
     return out
 
 
+def gpu_anim_scaling(ctx, timer, N: int = 10000, ks=(0, 1, 100, 1000, 10000), frames: int = 4) -> list[dict]:
+    """GPU animation, every instance playing (the clock moves every frame), k of N instances' weights set by
+    the host per frame: CPU of the setter + palettes pass + morph record (thread time), GPU ms of both passes;
+    the CPU should follow k, the palettes pass stay flat in N."""
+    from .. import load_scene
+    from ..render.crowd_anim import CrowdAnimation
+    from ..render.morph_pass import MorphRuntime
+    from .bench import find_model
+
+    path = find_model(MODEL)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    rt = MorphRuntime(ctx, scene, instances=N)
+    anim, out = None, []
+    try:
+        anim = CrowdAnimation(rt)
+        rng = np.random.default_rng(1)
+        for ci in range(len(anim.clips)):
+            rows = np.arange(ci, N, len(anim.clips))
+            anim.play(ci, phase=rng.random(len(rows)) * 3.0, speed=0.8 + 0.4 * rng.random(len(rows)), rows=rows)
+        clock = [0.0]
+
+        def frame(k: int, rows: np.ndarray) -> tuple:
+            clock[0] += 1 / 30.0
+            rec = {}
+            c0 = time.thread_time()
+            if k:
+                rt.crowd.set_all_weights(rng.random((k, rt.crowd.weights.shape[1])) * rt.pose.weight_range[1],
+                                         rows=rows)
+
+            def seg_morph(cb):
+                rec["c"] = rt.record(cb, consumer="compute")
+
+            def seg_anim(cb):
+                anim.record(cb, time=clock[0])
+                rec["cpu"] = time.thread_time()
+            morph_ms, anim_ms = timer.run([seg_morph, seg_anim], 1)
+            return 1e3 * (rec["cpu"] - c0), morph_ms, anim_ms, rec["c"].instances_dispatched
+
+        frame(0, np.zeros(0, np.int64))
+        for k in ks:
+            rows = np.linspace(0, N - 1, k).astype(np.int64) if k else np.zeros(0, np.int64)
+            res = [frame(k, rows) for _ in range(frames + 1)][1:]
+            out.append({"instances": N, "changed": k, "cpu_ms": float(np.median([r[0] for r in res])),
+                        "morph_gpu_ms": float(np.median([r[1] for r in res])),
+                        "anim_gpu_ms": float(np.median([r[2] for r in res])),
+                        "instances_dispatched": int(np.median([r[3] for r in res]))})
+    finally:
+        if anim is not None:
+            anim.destroy()
+        rt.destroy()
+        ctx.wait_idle()
+    return out
+
+
+def gpu_scaling_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    out = ["", f"GPU animation, all {rows[0]['instances']:,} instances playing (the clock moves every frame), k of "
+           "them with weights set by the host per frame (CPU: setter + morph record + palettes pass, thread time):", "",
+           "| weights changed | CPU ms | GPU morph ms | GPU anim ms | instances morphed |", "|---|---|---|---|---|"]
+    out += [f"| {d['changed']:,} | {d['cpu_ms']:.2f} | {d['morph_gpu_ms']:.3f} | {d['anim_gpu_ms']:.3f} | "
+            f"{d['instances_dispatched']:,} |" for d in rows]
+    return out
+
+
 HEAD_COUNTS, HEAD_COUNTS_QUICK = (1, 4, 16, 64), (1, 4)
 
 
@@ -429,6 +496,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only-changed", action="store_true", help="only the k-of-N changed rows")
     ap.add_argument("--only-gpu-anim", action="store_true", help="only the GPU-animation rows")
     ap.add_argument("--heads", type=int, nargs="*", help="only Dawn-like heads as a crowd, at these counts")
+    ap.add_argument("--gpu-scaling", type=int, nargs="*",
+                    help="only the GPU-animation k-of-N rows: N then the k values (default 10000 0 1 100 1000 10000)")
     args = ap.parse_args(argv)
     ctx = Context.create(echo_messages=True)
     try:
@@ -436,23 +505,30 @@ def main(argv=None) -> int:
         report = {"device": ctx.info.name, "driver": driver_string(ctx), "date": time.strftime("%Y-%m-%d %H:%M"),
                   "crowd": []}
         report["gpu_anim"] = []
+        special = args.heads is not None or args.gpu_scaling is not None   # only those rows this run
+        if args.gpu_scaling is not None:
+            n_k = args.gpu_scaling or [10000, 0, 1, 100, 1000, 10000]
+            report["gpu_scaling"] = gpu_anim_scaling(ctx, timer, n_k[0], tuple(n_k[1:]))
+            for d in report["gpu_scaling"]:
+                print(f"GPU animation, {d['changed']:>6,} of {d['instances']:,} weights changing: {d['cpu_ms']:.2f} ms "
+                      f"CPU, GPU morph {d['morph_gpu_ms']:.3f} ms, anim {d['anim_gpu_ms']:.3f} ms", flush=True)
         if args.heads is not None:    # only the heads
             report["heads"] = crowd_heads(ctx, timer, tuple(args.heads) or (HEAD_COUNTS_QUICK if args.quick
                                                                             else HEAD_COUNTS))
             for r in report["heads"]:
                 print(f"{r['heads']:>7,} Dawn-like heads (one shared head): {r['gpu_ms']:.3f} ms GPU, "
                       f"{r['gpu_us_per_head']:.2f} us per head, {r['gpu_bytes'] / 2**20:.1f} MiB", flush=True)
-        for N in ([] if args.heads is not None else COUNTS_QUICK if args.quick else COUNTS):
+        for N in ([] if special else COUNTS_QUICK if args.quick else COUNTS):
             rows = [] if args.only_changed else gpu_anim_costs(ctx, timer, (N,))
             report["gpu_anim"] += rows
             for c in rows:
                 print(gpu_anim_line(c), flush=True)
-        for N in ([] if args.only_gpu_anim or args.heads is not None else COUNTS_QUICK if args.quick else COUNTS):
+        for N in ([] if args.only_gpu_anim or special else COUNTS_QUICK if args.quick else COUNTS):
             rows = [] if args.only_changed else crowd_costs(ctx, timer, (N,))
             report["crowd"] += rows
             for c in rows:
                 print(crowd_line(c), flush=True)
-        report["changed_scaling"] = [] if args.only_gpu_anim or args.heads is not None else changed_scaling(
+        report["changed_scaling"] = [] if args.only_gpu_anim or special else changed_scaling(
             ctx, timer, 100 if args.quick else 1000, (1, 10, 100) if args.quick else (1, 10, 100, 1000))
         for d in report["changed_scaling"]:
             print(f"{d['changed']:>5} of {d['instances']} instances changing: {d['cpu_ms']:.2f} ms CPU (setters, "
@@ -470,7 +546,8 @@ def main(argv=None) -> int:
                                 f"(driver {report['driver']})", ""] + crowd_markdown(report["crowd"])
                                + changed_markdown(report.get("changed_scaling", []))
                                + gpu_anim_markdown(report.get("gpu_anim", []))
-                               + heads_markdown(report.get("heads", []))) + "\n")
+                               + heads_markdown(report.get("heads", []))
+                               + gpu_scaling_markdown(report.get("gpu_scaling", []))) + "\n")
     return 0
 
 
