@@ -25,7 +25,9 @@ def test_gpu_anim_rows_scaling_and_heads_render(ctx, monkeypatch):
     for r in rows:
         assert r["changed_animated"] == r["instances"] and r["unchanged_animated"] == 0
         assert r["changed_weights_changed"] == r["instances"] and r["unchanged_instances_dispatched"] == 0
-        assert r["changed_palette_cpu"] > 0 and r["anim_bytes_per_instance"] == 80 + 64 * 43
+        # per instance and slot: 43 joints + a model matrix per rigid node, and 80 B of clip parameters and transform
+        assert r["changed_palette_cpu"] > 0 and r["anim_bytes_per_instance"] == 80 + r["palette_bytes_per_instance"]
+        assert r["palette_bytes_per_instance"] > 64 * 43
     assert [d["instances_dispatched"] for d in scaling] == [0, 2]
     md = "\n".join(B.gpu_anim_markdown(rows) + B.gpu_scaling_markdown(scaling) + B.heads_markdown(heads))
     assert "| 3 |" in md and "weights changed" in md and "bytes per extra head" in md

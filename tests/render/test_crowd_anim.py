@@ -2,8 +2,8 @@
 sampled on the GPU at its own clip, phase and speed, equals the numpy reference (``CrowdState.play`` +
 ``skin_matrices``, float64) within 2e-4 (float32 sampling and products over a 4-deep chain of unit-scale
 matrices; RobotExpressive, whose palettes hold a 100x scale: 5e-5 of the largest entry); instances posed by hand
-get their CPU values; a frame where nothing moved records nothing. Under validation + synchronization
-validation (the ``ctx`` fixture fails on any message)."""
+get their CPU values; rigid parts' model matrices likewise; a frame where nothing moved records nothing. Under
+validation + synchronization validation (the ``ctx`` fixture fails on any message)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def anim_scene(rng) -> SceneAsset:
              NodeAsset("j0", parent=1, children=[3], rotation=list(_quats(rng, 1)[0])),
              NodeAsset("j1", parent=2, children=[4], translation=[0, 1, 0]),
              NodeAsset("j2", parent=3, children=[5], translation=[0, 1, 0], scale=[1.1, 0.9, 1.0]),
-             NodeAsset("j3", parent=4, translation=[0, 0.5, 0])]
+             NodeAsset("j3", parent=4, children=[6], translation=[0, 0.5, 0]),
+             NodeAsset("prop", parent=5, mesh=1, translation=[0.1, 0.2, 0])]      # a rigid part on the chain
     inv = np.stack([np.eye(4)] * 4)
     inv[:, 1, 3] = [0.0, -1.0, -2.0, -2.5]
     skins = [SkinAsset(np.array([2, 3, 4, 5]), inv)]
@@ -63,13 +64,15 @@ def anim_scene(rng) -> SceneAsset:
         NodeChannel(3, "rotation", tb, qc, "CUBICSPLINE"),
         NodeChannel(4, "translation", tb, rng.normal(size=(4, 3)), "LINEAR"),
         NodeChannel(2, "scale", tb[:1], np.array([[1.2, 1.2, 0.8]]), "LINEAR")])    # one key: held
-    return SceneAsset(nodes=nodes, meshes=[MeshAsset("m", [b])], skins=skins, animations=[a, bclip],
+    meshes = [MeshAsset("m", [b]), MeshAsset("p", [random_prim(rng, 30, 0, 0.0)])]
+    return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=[a, bclip],
                       roots=[0, 1])
 
 
-def reference(rt, anim: CrowdAnimation, clock: float, hand: dict[int, tuple]) -> np.ndarray:
-    """Palettes by the CPU path: a fresh CrowdState with the same transforms, each clip's rows played at the
-    times the GPU computes, hand-posed rows set as the host set them."""
+def reference(rt, anim: CrowdAnimation, clock: float, hand: dict[int, tuple], model: bool = False) -> np.ndarray:
+    """Palettes (or, ``model``, the rigid node's world matrices) by the CPU path: a fresh CrowdState with the same
+    transforms, each clip's rows played at the times the GPU computes, hand-posed rows set as the host set
+    them."""
     ref = CrowdState(rt.crowd.scene, rt.crowd.count, rt.pose)
     ref.set_transforms(rt.crowd.transforms)
     t = anim.times(clock)
@@ -79,7 +82,7 @@ def reference(rt, anim: CrowdAnimation, clock: float, hand: dict[int, tuple]) ->
             ref.play(clip, t[rows], rows=rows)
     for row, (node, path, value) in hand.items():
         ref[row].set_trs(node, path, value)
-    return ref.skin_matrices(0)
+    return ref.world_matrices()[:, 6] if model else ref.skin_matrices(0)
 
 
 def run(ctx, anim, slot, clock):
@@ -109,6 +112,8 @@ def test_gpu_palettes_equal_the_numpy_reference_per_instance(ctx):
             assert run(ctx, anim, slot, clock) == 8
             gpu = anim.palette_view(slot)[:, first:first + J]
             np.testing.assert_allclose(gpu, reference(rt, anim, clock, hand), atol=TOL, rtol=0)
+            np.testing.assert_allclose(anim.palette_view(slot)[:, anim.model_column(6)],
+                                       reference(rt, anim, clock, hand, model=True), atol=TOL, rtol=0)
         # a frame where nothing moved (same clock, no setter) records nothing at all; nor one where only
         # weights moved (the palettes do not depend on them)
         assert run(ctx, anim, 1, 5.123) == 0
@@ -123,6 +128,8 @@ def test_gpu_palettes_equal_the_numpy_reference_per_instance(ctx):
         ref = reference(rt, anim, 6.0, hand)
         gpu = anim.palette_view(0)[:, first:first + J]
         np.testing.assert_allclose(gpu, ref, atol=TOL, rtol=0)
+        np.testing.assert_allclose(anim.palette_view(0)[:, anim.model_column(6)],   # the host wrote row 2's
+                                   reference(rt, anim, 6.0, hand, model=True), atol=TOL, rtol=0)
         # a transform change reaches the GPU-posed instances too
         tf[5, :3, 3] += 1.0
         rt.crowd.set_transforms(tf)
@@ -151,6 +158,11 @@ def test_robot_expressive_clips_on_the_gpu_equal_the_cpu(ctx):
                 if len(rows):
                     ref.play(clip, t[rows], rows=rows)
             np.testing.assert_array_equal(rt.crowd.weights, ref.weights)
+            rigid = sorted({inst.node for inst in rt.instances if not inst.prim.is_skinned})
+            assert rigid        # the robot's rigid parts: their model matrices come from the same pass
+            want = ref.world_matrices()[:, rigid]
+            got = anim.palette_view(0)[:, [anim.model_column(n) for n in rigid]]
+            np.testing.assert_allclose(got, want, atol=5e-5 * np.abs(want).max(), rtol=0)
             for skin in {p.skin for m in scene.meshes for p in m.primitives if p.is_skinned}:
                 first, J = anim.palette_first(skin), len(scene.skins[skin].joints)
                 want = ref.skin_matrices(skin)   # float32 through up to 8 levels: 5e-5 of the largest entry
@@ -169,6 +181,8 @@ def test_bad_clip_is_one_usage_error(ctx):
             anim.play(0, speed=float("nan"))
         with pytest.raises(UsageError, match="phase must be one value or one per row: 2 rows, 3 values"):
             anim.play(0, phase=[0.0, 1.0, 2.0])
+        with pytest.raises(UsageError, match="node 0 has no rigid primitive"):
+            anim.model_column(0)
         with pytest.raises(UsageError, match="time must be finite"):
             ctx.submit_and_wait(lambda cb: anim.record(cb, time=float("inf")))
     with MorphRuntime(ctx, scene) as rt, pytest.raises(UsageError, match="crowd runtime"):

@@ -11,7 +11,8 @@ channel (STEP / LINEAR / CUBICSPLINE, rotations slerped and normalized as ``anim
 TRS (rest pose where no channel drives the node), world matrices parents first (nodes stored in that order, the
 instance transform at the roots), palettes world[joint] x inverse bind into a per-slot host-visible buffer laid
 out (instances, palette_width) mat4: one block per distinct skin (skins with the same joints and inverse binds
-share one, as ``CrowdState.skin_matrices`` does), ``palette_first(skin)`` says where.
+share one, as ``CrowdState.skin_matrices`` does), ``palette_first(skin)`` says where, then one column per node
+with a rigid primitive holding its model matrix (``model_column(node)``).
 
 Instances posed by hand (``CrowdState.set_local``, ``Instance.set_trs``: the crowd hands them back to the CPU)
 get their CPU palettes written into the same buffer by the host (only when their skeleton version moved); the
@@ -124,6 +125,17 @@ class CrowdAnimation:
                 entries.append((self.tables.pos[node], len(ibms), width + j, 0))
                 ibms.append(np.asarray(s.inverse_bind_matrices[j], np.float64))
             width += len(s.joints)
+        # model matrices of the rigid primitives' nodes (world, the instance transform included): one more column
+        # each, identity in place of an inverse bind, so a draw of a rigid part of a GPU-posed instance has it too
+        self._model_column: dict[int, int] = {}
+        rigid = sorted({inst.node for inst in rt.instances if not inst.prim.is_skinned})
+        if rigid:
+            eye = len(ibms)
+            ibms.append(np.eye(4))
+            for node in rigid:
+                entries.append((self.tables.pos[node], eye, width, 0))
+                self._model_column[node] = width
+                width += 1
         self.palette_width = width
         # first column -> the lowest skin index with that block (the one CrowdState.skin_matrices caches)
         self._blocks = {v: k for k, v in sorted(self._first.items(), reverse=True)}
@@ -243,6 +255,13 @@ class CrowdAnimation:
         """First mat4 column of ``skin``'s palette block in an instance's row."""
         return self._first[skin]
 
+    def model_column(self, node: int) -> int:
+        """The mat4 column holding the model matrix (world, the instance transform included) of ``node``, a node
+        with a rigid (unskinned) primitive, in an instance's row."""
+        if node not in self._model_column:
+            raise UsageError(f"node {node!r} has no rigid primitive; rigid nodes: {sorted(self._model_column)}")
+        return self._model_column[node]
+
     def palette_view(self, slot: int = 0) -> np.ndarray:
         """(instances, palette_width, 4, 4) float32 math matrices of ``slot``'s palettes (a transposed view of the
         mapped memory: read it after the frame's fence)."""
@@ -288,6 +307,11 @@ class CrowdAnimation:
             for first, skin in self._blocks.items():
                 pal = crowd.skin_matrices(skin)
                 view[cpu_rows, first:first + pal.shape[1]] = pal[cpu_rows].transpose(0, 1, 3, 2)
+            if self._model_column:
+                nodes = list(self._model_column)
+                cols = list(self._model_column.values())
+                world = crowd.world_matrices()[cpu_rows][:, nodes]          # (rows, rigid nodes, 4, 4)
+                view[cpu_rows[:, None], np.array(cols)[None]] = world.transpose(0, 1, 3, 2)
         self._applied_skeleton[slot, moved] = skel[moved]
         dispatched = 0
         # the GPU-posed palettes depend on the clock, their parameters, transforms and who poses them: when none
