@@ -9,8 +9,13 @@ the recorded frame, one frame per submission); memory per instance (GPU: its mor
 CPU: its state). Only the morph pass exists for crowds so far: skinning, shadow and forward passes of crowds
 are not measured here (the vertex-shader path draws them per instance; nothing records that yet).
 
-``python -m vkmorph.app.crowd_bench [--quick] [--json OUT] [--markdown OUT]`` runs it alone;
-``vkmorph bench --only crowd`` likewise.
+``python -m vkmorph.app.crowd_bench [--quick] [--json OUT] [--markdown OUT]`` runs it alone (with the rows
+below); ``vkmorph bench --only crowd`` runs the CPU-path rows.
+
+GPU animation (``gpu_anim_costs``, ``--only-gpu-anim``): the same crowds with the skeleton sampled on the GPU
+(``render/crowd_anim.CrowdAnimation``), CPU per frame split into weights, palettes pass, morph record and
+skinning record; ``--gpu-scaling N k...``: k of N instances' weights changing while all play; ``--heads N...``:
+Dawn-like heads as a crowd of one shared head, GPU ms and GPU bytes measured at each N.
 """
 
 from __future__ import annotations
