@@ -14,6 +14,11 @@ Invariants (as ``SceneState``'s, per instance instead of per node):
   has no side effect, and an instance whose stamp did not move costs that consumer nothing.
 - World matrices and palettes are cached per instance by its skeleton version: only instances that moved are
   recomputed (one vectorized ``PoseBatch`` evaluation over them).
+- ``gpu_posed[i]``: instance i's skeleton pose is sampled on the GPU (``render/crowd_anim.CrowdAnimation``),
+  not held here: ``local`` and the CPU palettes of such an instance are stale by design. Any setter of its local
+  pose (``set_local``, ``play``, ``Instance.set_trs``, ``reset``) hands it back to the CPU (flag cleared, skeleton
+  version stamped), so a host that poses an instance by hand gets exactly its values from that frame on; its
+  world transform (``set_transforms``, stamped in ``transform_versions`` too) is an input of either path.
 
 Weights are checked against the template pose's range (``SceneMorphPose``: ``UsageError``, or clamped with a
 warning when the pose clamps); correctives and in-betweens added to the template pose apply to every instance.
@@ -54,6 +59,8 @@ class CrowdState:
         self.version = 0
         self._weight_versions = np.zeros(N, np.int64)
         self._skeleton_versions = np.zeros(N, np.int64)
+        self._transform_versions = np.zeros(N, np.int64)
+        self._gpu_posed = np.zeros(N, bool)
         # node-major (nodes, instances, 4, 4): a hierarchy level gathers its parents as whole contiguous rows
         self._world = np.zeros((len(scene.nodes), N, 4, 4))
         self._world_applied = np.full(N, -1, np.int64)
@@ -84,6 +91,28 @@ class CrowdState:
     @property
     def skeleton_versions(self) -> np.ndarray:
         return _read_only(self._skeleton_versions)
+
+    @property
+    def transform_versions(self) -> np.ndarray:
+        return _read_only(self._transform_versions)
+
+    @property
+    def gpu_posed(self) -> np.ndarray:
+        """(instances,) bool, read-only: poses sampled on the GPU (see the module docstring)."""
+        return _read_only(self._gpu_posed)
+
+    def set_gpu_posed(self, rows, posed: bool) -> int:
+        """Mark instances ``rows`` as posed on the GPU (True) or here (False); a change stamps their skeleton
+        version (their palettes change source). Called by ``CrowdAnimation.play`` / ``stop``; returns how many
+        changed."""
+        r = self._rows(rows)
+        hit = r[self._gpu_posed[r] != bool(posed)]
+        if len(hit):
+            self._gpu_posed[hit] = bool(posed)
+            if not posed:
+                self._dirty_nodes[:] = True     # its cached local matrices may predate its GPU time: redo them
+            self._stamp(self._skeleton_versions, hit)
+        return len(hit)
 
     @property
     def transforms(self) -> np.ndarray:
@@ -156,7 +185,10 @@ class CrowdState:
         """Local TRS of every node of the instances ``rows`` (None: all): (rows, nodes, 3 / 4 / 3) arrays, None
         keeps one. Returns how many instances changed."""
         r = self._rows(rows)
-        changed = np.zeros(len(r), bool)
+        changed = self._gpu_posed[r].copy()     # a GPU-posed instance set by hand is the CPU's again: it changes
+        if changed.any():
+            self._gpu_posed[r] = False
+            self._dirty_nodes[:] = True         # its cached local matrices may predate its GPU time: redo them
         for arr, value, what in zip(self._local, (translation, rotation, scale), ("translation", "rotation", "scale")):
             if value is None:
                 continue
@@ -185,6 +217,7 @@ class CrowdState:
         if diff.any():
             self._transform[r[diff]] = m[diff]
             self._stamp(self._skeleton_versions, r[diff])
+            self._transform_versions[r[diff]] = self.version
         return int(diff.sum())
 
     def reset(self) -> None:
@@ -214,15 +247,68 @@ class CrowdState:
             moved = max(moved, self.set_all_weights(W, rows=r))
         return moved
 
+    def play_weights(self, clips: list[AnimationClip], clip_of, times, rows=None) -> int:
+        """Morph weights of instances ``rows`` (None: all) from their own clips: instance ``rows[k]`` plays
+        ``clips[clip_of[k]]`` at ``times[k]`` (a ``clip_of`` outside ``clips`` keeps that row's weights). One
+        vectorized ``sample_many`` per (clip, morph channel) over that clip's rows, one ``set_all_weights`` for
+        all: no Python work per instance (the GPU crowd animation samples the skeleton; weights stay here, where
+        the morph pass's version-gated upload reads them). Returns how many instances changed."""
+        r = self._rows(rows)
+        c = np.asarray(clip_of).reshape(-1)
+        t = np.asarray(times, np.float64).reshape(-1)
+        if len(c) != len(r) or len(t) != len(r):
+            raise UsageError(f"play_weights needs one clip and one time per row: {len(r)} rows, {len(c)} clips, "
+                             f"{len(t)} times")
+        W = self._weights[r].astype(np.float64)
+        order = np.argsort(c, kind="stable")        # rows grouped by clip: one sort, then a slice per clip
+        bounds = np.searchsorted(c[order], np.arange(len(clips) + 1))
+        for ci, clip in enumerate(clips):
+            k = order[bounds[ci]:bounds[ci + 1]]
+            if not len(k) or not clip.morph_channels:
+                continue
+            for ch, const in self._weight_plan(clip):
+                sl = self.pose.slice_of(ch.node)
+                w = const if const is not None else sample_many(ch.times, ch.values, t[k], ch.interpolation)
+                m = min(sl.stop - sl.start, w.shape[-1])
+                W[k, sl.start:sl.start + m] = w[..., :m]
+        return self.set_all_weights(W, rows=r)
+
+    def _weight_plan(self, clip: AnimationClip) -> list:
+        """(channel, constant value or None) per morph channel of ``clip`` that drives targets, made once per
+        clip: a channel whose values are all equal (exporters write them for clips that leave the face alone)
+        is that value at every time, so it costs no sampling."""
+        plans = self.__dict__.setdefault("_weight_plans", {})
+        plan = plans.get(id(clip))
+        if plan is None or plan[0] is not clip:
+            chans = []
+            for ch in clip.morph_channels:
+                if not self.pose.has_targets(ch.node):
+                    continue
+                v = np.asarray(ch.values, np.float64).reshape(len(ch.values), -1)
+                const = v[0] if len(v) and (v == v[0]).all() else None
+                chans.append((ch, const))
+            plan = plans[id(clip)] = (clip, chans)
+        return plan[1]
+
     # ------------------------------------------------------------------ derived, cached per instance version
     def stale_rows(self, applied: np.ndarray) -> np.ndarray:
         """Instances whose skeleton version differs from ``applied`` (one vectorized compare)."""
         return np.flatnonzero(self._skeleton_versions != applied)
 
+    def _cpu_stale(self, applied: np.ndarray) -> np.ndarray:
+        """``stale_rows`` that are posed here; GPU-posed ones are marked applied without CPU work (their CPU
+        world matrices and palettes are stale by design: the GPU pass computes them)."""
+        rows = self.stale_rows(applied)
+        gpu = self._gpu_posed[rows]
+        if gpu.any():
+            applied[rows[gpu]] = self._skeleton_versions[rows[gpu]]
+            rows = rows[~gpu]
+        return rows
+
     def world_matrices(self) -> np.ndarray:
         """(instances, nodes, 4, 4) float64 world matrices (instance transform x the node's world), a read-only
         view (node-major underneath); only instances that moved since the last call are recomputed."""
-        rows = self.stale_rows(self._world_applied)
+        rows = self._cpu_stale(self._world_applied)
         if len(rows):
             fresh, moved = self._split_fresh(rows)
             if len(fresh):        # never changed: the rest pose under an identity transform, computed once
@@ -283,7 +369,7 @@ class CrowdState:
             pal = self._palettes[skin] = np.zeros((self.count, J, 4, 4), np.float32)
             self._palette_applied[skin] = np.full(self.count, -1, np.int64)
         applied = self._palette_applied[skin]
-        rows = self.stale_rows(applied)
+        rows = self._cpu_stale(applied)
         if len(rows):
             self.world_matrices()
             s = self.scene.skins[skin]

@@ -9,8 +9,13 @@ the recorded frame, one frame per submission); memory per instance (GPU: its mor
 CPU: its state). Only the morph pass exists for crowds so far: skinning, shadow and forward passes of crowds
 are not measured here (the vertex-shader path draws them per instance; nothing records that yet).
 
-``python -m vkmorph.app.crowd_bench [--quick] [--json OUT] [--markdown OUT]`` runs it alone;
-``vkmorph bench --only crowd`` likewise.
+``python -m vkmorph.app.crowd_bench [--quick] [--json OUT] [--markdown OUT]`` runs it alone (with the rows
+below); ``vkmorph bench --only crowd`` runs the CPU-path rows.
+
+GPU animation (``gpu_anim_costs``, ``--only-gpu-anim``): the same crowds with the skeleton sampled on the GPU
+(``render/crowd_anim.CrowdAnimation``), CPU per frame split into weights, palettes pass, morph record and
+skinning record; ``--gpu-scaling N k...``: k of N instances' weights changing while all play; ``--heads N...``:
+Dawn-like heads as a crowd of one shared head, GPU ms and GPU bytes measured at each N.
 """
 
 from __future__ import annotations
@@ -162,6 +167,282 @@ def changed_scaling(ctx, timer, N: int = 1000, ks=(1, 10, 100, 1000), frames: in
     return out
 
 
+def gpu_anim_costs(ctx, timer, counts=COUNTS, frames: int = 8) -> list[dict]:
+    """The GPU animation path (``render/crowd_anim.CrowdAnimation``): instance k plays clip k mod clips at its
+    own phase and speed, sampled on the GPU; per changing frame the clock moves and every instance's weights
+    change (set by the host with ``set_all_weights``, as the CPU rows do: RobotExpressive's weight channels are
+    constant, so its clips alone would change no weight; ``sample_weights``, the clips' channels on the CPU, is
+    timed beside). Per N: CPU of animation (the weight setter), palettes (``CrowdAnimation.record``: host
+    writes + recording) and ``record()`` (morph upload + dispatches), thread CPU with wall beside; GPU ms of
+    the animation and morph passes; the same with nothing changed; build time; bytes per instance."""
+    from .. import load_scene
+    from .bench import find_model
+
+    path = find_model(MODEL)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    return [_gpu_anim_row(ctx, timer, scene, N, frames) for N in counts]
+
+
+def _gpu_anim_row(ctx, timer, scene, N: int, frames: int) -> dict:
+    from ..render.crowd_anim import CrowdAnimation
+    from ..render.crowd_skin import CrowdSkinning
+    from ..render.morph_pass import MorphRuntime
+
+    rng = np.random.default_rng(N)
+    rt, build_cpu, build_wall = _timed(lambda: MorphRuntime(ctx, scene, instances=N))
+    anim = skin = None
+    try:
+        anim, anim_build_cpu, anim_build_wall = _timed(lambda: CrowdAnimation(rt))
+        try:      # skin once per frame from the animation's palettes, where the device can bind the crowd
+            skin = CrowdSkinning(rt, passes=3, path="compute", animation=anim)
+        except UsageError:
+            skin = None
+        nclips = len(anim.clips)
+        for ci in range(nclips):    # one vectorized play per clip
+            rows = np.arange(ci, N, nclips)
+            anim.play(ci, phase=rng.random(len(rows)) * 3.0, speed=0.8 + 0.4 * rng.random(len(rows)), rows=rows)
+        stats: dict[str, list[float]] = {}
+        base_w = rng.random(rt.crowd.weights.shape)
+        lo, hi = rt.pose.weight_range
+
+        def frame(clock: float, changing: bool):
+            if changing:    # the clips' weight channels (CPU), then every instance's weights set by the host
+                _, cpu_c, wall_c = _timed(lambda: anim.sample_weights(clock))
+                w = lo + (hi - lo) * base_w * (0.5 + 0.5 * np.sin(9.0 * clock + 6.0 * base_w))
+                n_w, cpu_a, wall_a = _timed(lambda: rt.crowd.set_all_weights(w))
+                stats.setdefault("clip_weights_cpu", []).append(cpu_c)
+                stats.setdefault("clip_weights_wall", []).append(wall_c)
+            else:
+                n_w, cpu_a, wall_a = 0, 0.0, 0.0
+            rec = {}
+
+            def seg_anim(cb):
+                rec["a"], rec["acpu"], rec["awall"] = _timed(lambda: anim.record(cb, time=clock))
+
+            def seg_morph(cb):
+                rec["c"], rec["cpu"], rec["wall"] = _timed(lambda: rt.record(cb, consumer="compute"))
+
+            def seg_skin(cb):
+                rec["s"], rec["scpu"], rec["swall"] = _timed(lambda: skin.record(cb)) if skin else (0, 0.0, 0.0)
+            morph_ms, anim_ms, skin_ms = timer.run([seg_morph, seg_anim, seg_skin], 1)
+            key = "changed" if changing else "unchanged"
+            for name, v in (("anim_cpu", cpu_a), ("anim_wall", wall_a), ("palette_cpu", rec["acpu"]),
+                            ("palette_wall", rec["awall"]), ("record_cpu", rec["cpu"]), ("record_wall", rec["wall"]),
+                            ("anim_gpu", anim_ms), ("gpu", morph_ms), ("animated", rec["a"]),
+                            ("weights_changed", n_w), ("instances_dispatched", rec["c"].instances_dispatched),
+                            ("skin_cpu", rec["scpu"]), ("skin_wall", rec["swall"]), ("skin_gpu", skin_ms),
+                            ("skinned", rec["s"])):
+                stats.setdefault(f"{key}_{name}", []).append(v)
+
+        for f in range(frames + 1):   # the first uploads every instance's parameters (dropped below)
+            frame(f / 30.0, True)
+        for _ in range(frames + 1):   # nothing changed: same clock, no setter (the first still records the last)
+            frame(frames / 30.0, False)
+        b = rt.batch
+        morph_bytes = b.instance_stride * rt.slots + 4 * b.weight_words * b.instance_slots + b.instance_slots // 8
+        anim_bytes = rt.slots * (16 + 64 + 64 * anim.palette_width)   # parameters, transform, palettes per slot
+        row = {"instances": N, "path": "gpu", "build_cpu_ms": build_cpu + anim_build_cpu,
+               "build_wall_ms": build_wall + anim_build_wall, "runtime_build_wall_ms": build_wall,
+               "anim_build_wall_ms": anim_build_wall, "gpu_bytes_per_instance": morph_bytes + anim_bytes,
+               "morph_bytes_per_instance": morph_bytes, "anim_bytes_per_instance": anim_bytes,
+               "palette_bytes_per_instance": rt.slots * 64 * anim.palette_width,
+               "cpu_state_bytes_per_instance": _cpu_state_bytes(rt.crowd) + 8 * 3 + 4, "frames": frames}
+        for k, v in stats.items():
+            row[k] = float(np.median(v[1:]))
+        row["skinning"] = skin is not None
+        return row
+    finally:
+        if skin is not None:
+            skin.destroy()
+        if anim is not None:
+            anim.destroy()
+        rt.destroy()
+        ctx.wait_idle()
+
+
+def _cpu_state_bytes(crowd) -> int:
+    """Host bytes one instance adds to a CrowdState: weights, local TRS, transform, versions, flags, its world
+    matrices and its palettes (the CPU caches)."""
+    return int(crowd._weights[0].nbytes + sum(a[0].nbytes for a in crowd._local) + crowd._transform[0].nbytes
+               + crowd._world[:, 0].nbytes + sum(p[0].nbytes for p in crowd._palettes.values()) + 8 * 5 + 1)
+
+
+def _frame_cpu(c: dict, key: str, what: str = "cpu") -> float:
+    """A frame's CPU (or wall) ms: weights + palettes pass + morph record + skinning record."""
+    return sum(c[f"{key}_{p}_{what}"] for p in ("anim", "palette", "record", "skin"))
+
+
+def gpu_anim_line(c: dict) -> str:
+    total, idle = _frame_cpu(c, "changed"), _frame_cpu(c, "unchanged")
+    return (f"crowd {c['instances']:>6,} (GPU animation): changing {total:.2f} ms CPU = {c['changed_anim_cpu']:.2f} "
+            f"weights + {c['changed_palette_cpu']:.2f} palettes pass + {c['changed_record_cpu']:.2f} morph record + "
+            f"{c['changed_skin_cpu']:.2f} skinning record (wall {_frame_cpu(c, 'changed', 'wall'):.2f}); GPU anim "
+            f"{c['changed_anim_gpu']:.3f} ms, morph {c['changed_gpu']:.3f} ms; unchanged {idle:.3f} ms CPU; build "
+            f"{c['build_wall_ms']:.0f} ms wall; {c['gpu_bytes_per_instance'] / 1024:.1f} KiB GPU per instance")
+
+
+def gpu_anim_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    base = rows[0]["build_wall_ms"]
+    out = ["", f"Crowds with GPU animation ({MODEL} x N, instance k plays clip k mod 14 at its own phase and speed; "
+           "skeleton sampled and palettes written by glsl/crowd_anim.comp; every instance's weights set by the host "
+           f"every frame; median of {rows[0]['frames']} frames; CPU = thread CPU time, wall in brackets):", "",
+           "| instances | CPU changing ms: weights + palettes pass + morph record + skinning record = total | "
+           "unchanged frame CPU ms | "
+           "GPU anim ms | GPU morph ms | compute skinning: record CPU ms, GPU ms | clip weight channels CPU ms | "
+           "build ms wall (x one instance) | GPU KiB / instance (morph + anim) | CPU KiB / instance |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in rows:
+        total, wall = _frame_cpu(c, "changed"), _frame_cpu(c, "changed", "wall")
+        idle, idle_w = _frame_cpu(c, "unchanged"), _frame_cpu(c, "unchanged", "wall")
+        out.append(f"| {c['instances']:,} | {c['changed_anim_cpu']:.2f} + {c['changed_palette_cpu']:.2f} + "
+                   f"{c['changed_record_cpu']:.2f} + {c['changed_skin_cpu']:.2f} = **{total:.2f}** ({wall:.2f}) | "
+                   f"{idle:.3f} ({idle_w:.3f}) | "
+                   f"{c['changed_anim_gpu']:.3f} | {c['changed_gpu']:.3f} | "
+                   + (f"{c['changed_skin_cpu']:.2f}, {c['changed_skin_gpu']:.3f}" if c.get("skinning") else
+                      "skipped: bindings over maxStorageBufferRange")
+                   + f" | {c['clip_weights_cpu']:.2f} | {c['build_wall_ms']:.0f} "
+                   f"(x{c['build_wall_ms'] / base:.1f}) | {c['morph_bytes_per_instance'] / 1024:.1f} + "
+                   f"{c['anim_bytes_per_instance'] / 1024:.1f} | {c['cpu_state_bytes_per_instance'] / 1024:.1f} |")
+    return out
+
+
+def gpu_anim_scaling(ctx, timer, N: int = 10000, ks=(0, 1, 100, 1000, 10000), frames: int = 4) -> list[dict]:
+    """GPU animation, every instance playing (the clock moves every frame), k of N instances' weights set by
+    the host per frame: CPU of the setter + palettes pass + morph record (thread time), GPU ms of both passes;
+    the CPU should follow k, the palettes pass stay flat in N."""
+    from .. import load_scene
+    from ..render.crowd_anim import CrowdAnimation
+    from ..render.morph_pass import MorphRuntime
+    from .bench import find_model
+
+    path = find_model(MODEL)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    rt = MorphRuntime(ctx, scene, instances=N)
+    anim, out = None, []
+    try:
+        anim = CrowdAnimation(rt)
+        rng = np.random.default_rng(1)
+        for ci in range(len(anim.clips)):
+            rows = np.arange(ci, N, len(anim.clips))
+            anim.play(ci, phase=rng.random(len(rows)) * 3.0, speed=0.8 + 0.4 * rng.random(len(rows)), rows=rows)
+        clock = [0.0]
+
+        def frame(k: int, rows: np.ndarray) -> tuple:
+            clock[0] += 1 / 30.0
+            rec = {}
+            c0 = time.thread_time()
+            if k:
+                rt.crowd.set_all_weights(rng.random((k, rt.crowd.weights.shape[1])) * rt.pose.weight_range[1],
+                                         rows=rows)
+
+            def seg_morph(cb):
+                rec["c"] = rt.record(cb, consumer="compute")
+
+            def seg_anim(cb):
+                anim.record(cb, time=clock[0])
+                rec["cpu"] = time.thread_time()
+            morph_ms, anim_ms = timer.run([seg_morph, seg_anim], 1)
+            return 1e3 * (rec["cpu"] - c0), morph_ms, anim_ms, rec["c"].instances_dispatched
+
+        frame(0, np.zeros(0, np.int64))
+        for k in ks:
+            rows = np.linspace(0, N - 1, k).astype(np.int64) if k else np.zeros(0, np.int64)
+            res = [frame(k, rows) for _ in range(frames + 1)][1:]
+            out.append({"instances": N, "changed": k, "cpu_ms": float(np.median([r[0] for r in res])),
+                        "morph_gpu_ms": float(np.median([r[1] for r in res])),
+                        "anim_gpu_ms": float(np.median([r[2] for r in res])),
+                        "instances_dispatched": int(np.median([r[3] for r in res]))})
+    finally:
+        if anim is not None:
+            anim.destroy()
+        rt.destroy()
+        ctx.wait_idle()
+    return out
+
+
+def gpu_scaling_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    out = ["", f"GPU animation, all {rows[0]['instances']:,} instances playing (the clock moves every frame), k of "
+           "them with weights set by the host per frame (CPU: setter + morph record + palettes pass, thread time):", "",
+           "| weights changed | CPU ms | GPU morph ms | GPU anim ms | instances morphed |", "|---|---|---|---|---|"]
+    out += [f"| {d['changed']:,} | {d['cpu_ms']:.2f} | {d['morph_gpu_ms']:.3f} | {d['anim_gpu_ms']:.3f} | "
+            f"{d['instances_dispatched']:,} |" for d in rows]
+    return out
+
+
+HEAD_COUNTS, HEAD_COUNTS_QUICK = (1, 4, 16, 64), (1, 4)
+
+
+def _gpu_bytes_used(ctx) -> int:
+    from ..gpu.memory import Allocator
+
+    return int(sum(n for b in Allocator.of(ctx).blocks for _, n in b._spans.values()))   # bytes incl. padding
+
+
+def crowd_heads(ctx, timer, counts=HEAD_COUNTS, fmt: str = "full", frames: int = 3) -> list[dict]:
+    """Dawn-like heads as a crowd: ``MorphRuntime(instances=N)`` of ONE head (14k vertices, 50 targets, 10 %
+    clustered coverage, 5 active), so deltas, tables and base vertices exist once and each head adds its output
+    and weight slots. Per N the GPU ms of a frame in which every head's weights change (measured at that N,
+    not extrapolated from another) and the GPU bytes the runtime holds (allocator bytes in use), from which
+    bytes per extra head = (bytes(N) - bytes(1)) / (N - 1). ``heads_per_16_6_ms`` in ``crowd_heads_summary``
+    is the largest N measured whose frame took <= 16.6 ms."""
+    from ..render.morph_pass import MorphRuntime
+    from .bench import FRAME_MS, synthetic_primitive, synthetic_scene
+
+    head = synthetic_primitive(14_000, 50, 0.1, "clustered", seed=3)
+    scene = synthetic_scene([head])
+    out, base_bytes = [], None
+    for N in counts:
+        before = _gpu_bytes_used(ctx)
+        rt, _, build_wall = _timed(lambda N=N: MorphRuntime(ctx, scene, instances=N, delta_format=fmt))
+        try:
+            held = _gpu_bytes_used(ctx) - before
+            base_bytes = held if base_bytes is None and N == 1 else base_bytes
+            W = np.zeros(rt.crowd.weights.shape, np.float32)
+            sl = rt.pose.slice_of(0)
+            W[:, sl.start:sl.start + 5] = 0.5
+            flip = [0]
+
+            def rec(cb, W=W, rt=rt, flip=flip):
+                flip[0] ^= 1
+                rt.crowd.set_all_weights(W * (0.9 if flip[0] else 1.0))
+                rt.record(cb)
+            ms = min(timer.run([rec], frames)[0] for _ in range(2))
+            out.append({"heads": N, "format": fmt, "gpu_ms": ms, "gpu_us_per_head": 1e3 * ms / N,
+                        "fits_16_6_ms": bool(ms <= FRAME_MS), "gpu_bytes": held, "build_wall_ms": build_wall,
+                        "kernel": rt.batch.kernel_family,
+                        "bytes_per_extra_head": (held - base_bytes) / (N - 1) if base_bytes is not None and N > 1
+                        else None})
+        finally:
+            rt.destroy()
+            ctx.wait_idle()
+    return out
+
+
+def heads_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    fit = [r["heads"] for r in rows if r["fits_16_6_ms"]]
+    out = ["", f"Dawn-like heads as one crowd (instances of one head asset: deltas shared; {rows[0]['format']} "
+           f"deltas, {rows[0]['kernel']}; every head's 5 weights change every frame; GPU ms measured at each N). "
+           f"Largest N measured within 16.6 ms: {max(fit) if fit else 'none'}:", "",
+           "| heads | GPU ms per frame | GPU us per head | within 16.6 ms | GPU MiB held | bytes per extra head | "
+           "build ms wall |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        per = "" if r["bytes_per_extra_head"] is None else f"{r['bytes_per_extra_head'] / 1024:.1f} KiB"
+        out.append(f"| {r['heads']:,} | {r['gpu_ms']:.3f} | {r['gpu_us_per_head']:.2f} | "
+                   f"{'yes' if r['fits_16_6_ms'] else 'no'} | {r['gpu_bytes'] / 2**20:.1f} | {per} | "
+                   f"{r['build_wall_ms']:.0f} |")
+    return out
+
+
 def crowd_line(c: dict) -> str:
     return (f"crowd {c['instances']:>6,}: changing {c['changed_anim_cpu']:.2f} + {c['changed_palette_cpu']:.2f} + "
             f"{c['changed_record_cpu']:.2f} ms CPU (anim + palettes + record; wall {c['changed_anim_wall']:.2f} + "
@@ -218,19 +499,42 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--only-changed", action="store_true", help="only the k-of-N changed rows")
+    ap.add_argument("--only-gpu-anim", action="store_true", help="only the GPU-animation rows")
+    ap.add_argument("--heads", type=int, nargs="*", help="only Dawn-like heads as a crowd, at these counts")
+    ap.add_argument("--gpu-scaling", type=int, nargs="*",
+                    help="only the GPU-animation k-of-N rows: N then the k values (default 10000 0 1 100 1000 10000)")
     args = ap.parse_args(argv)
     ctx = Context.create(echo_messages=True)
     try:
         timer = WindowTimer(ctx)
         report = {"device": ctx.info.name, "driver": driver_string(ctx), "date": time.strftime("%Y-%m-%d %H:%M"),
                   "crowd": []}
-        for N in (COUNTS_QUICK if args.quick else COUNTS):
+        report["gpu_anim"] = []
+        special = args.heads is not None or args.gpu_scaling is not None   # only those rows this run
+        if args.gpu_scaling is not None:
+            n_k = args.gpu_scaling or [10000, 0, 1, 100, 1000, 10000]
+            report["gpu_scaling"] = gpu_anim_scaling(ctx, timer, n_k[0], tuple(n_k[1:]))
+            for d in report["gpu_scaling"]:
+                print(f"GPU animation, {d['changed']:>6,} of {d['instances']:,} weights changing: {d['cpu_ms']:.2f} ms "
+                      f"CPU, GPU morph {d['morph_gpu_ms']:.3f} ms, anim {d['anim_gpu_ms']:.3f} ms", flush=True)
+        if args.heads is not None:    # only the heads
+            report["heads"] = crowd_heads(ctx, timer, tuple(args.heads) or (HEAD_COUNTS_QUICK if args.quick
+                                                                            else HEAD_COUNTS))
+            for r in report["heads"]:
+                print(f"{r['heads']:>7,} Dawn-like heads (one shared head): {r['gpu_ms']:.3f} ms GPU, "
+                      f"{r['gpu_us_per_head']:.2f} us per head, {r['gpu_bytes'] / 2**20:.1f} MiB", flush=True)
+        for N in ([] if special else COUNTS_QUICK if args.quick else COUNTS):
+            rows = [] if args.only_changed else gpu_anim_costs(ctx, timer, (N,))
+            report["gpu_anim"] += rows
+            for c in rows:
+                print(gpu_anim_line(c), flush=True)
+        for N in ([] if args.only_gpu_anim or special else COUNTS_QUICK if args.quick else COUNTS):
             rows = [] if args.only_changed else crowd_costs(ctx, timer, (N,))
             report["crowd"] += rows
             for c in rows:
                 print(crowd_line(c), flush=True)
-        report["changed_scaling"] = changed_scaling(ctx, timer, 100 if args.quick else 1000,
-                                                    (1, 10, 100) if args.quick else (1, 10, 100, 1000))
+        report["changed_scaling"] = [] if args.only_gpu_anim or special else changed_scaling(
+            ctx, timer, 100 if args.quick else 1000, (1, 10, 100) if args.quick else (1, 10, 100, 1000))
         for d in report["changed_scaling"]:
             print(f"{d['changed']:>5} of {d['instances']} instances changing: {d['cpu_ms']:.2f} ms CPU (setters, "
                   f"palettes, record), GPU morph {d['gpu_ms']:.3f} ms, {d['instances_dispatched']} dispatched",
@@ -245,7 +549,10 @@ def main(argv=None) -> int:
         with open(args.markdown, "w") as fh:
             fh.write("\n".join([f"# vkmorph crowd bench, {report['date']}, {report['device']} "
                                 f"(driver {report['driver']})", ""] + crowd_markdown(report["crowd"])
-                               + changed_markdown(report.get("changed_scaling", []))) + "\n")
+                               + changed_markdown(report.get("changed_scaling", []))
+                               + gpu_anim_markdown(report.get("gpu_anim", []))
+                               + heads_markdown(report.get("heads", []))
+                               + gpu_scaling_markdown(report.get("gpu_scaling", []))) + "\n")
     return 0
 
 

@@ -133,6 +133,15 @@ PREVIOUS_MORPH_TO_MORPH = _b(
     S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT,
     S.VK_PIPELINE_STAGE_TRANSFER_BIT | S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
     S.VK_ACCESS_TRANSFER_WRITE_BIT | S.VK_ACCESS_SHADER_WRITE_BIT)
+PREVIOUS_FRAME_TO_ANIM = _b(
+    # Frames in flight, one palette slot: the crowd animation pass (render/crowd_anim.py) rewrites this slot's
+    # palettes, which the frame that last used the slot read (compute skinning, skin.vert) and wrote (the previous
+    # animation dispatch): those reads and writes must be done first (WAR, WAW). The host-written instance
+    # parameters need nothing: a submission makes earlier host writes visible.
+    "previous frame -> crowd animation writes",
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
+    S.VK_ACCESS_SHADER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT)
 REPLICATE_COPIES = _b(
     # a buffer filled by doubling copies (crowd outputs: instance 0's vertices copied to 1, then 0-1 to 2-3, ...):
     # each copy reads what the copies before it wrote (RAW) next to regions they are still writing (no overlap)

@@ -337,6 +337,32 @@ CROWD_SKIN = ShaderInterface(
         (COMPUTE,)),
     local_size=64)
 
+# crowd_anim.comp (vkmorph/render/crowd_anim.py): clips sampled on the GPU for a crowd, one thread per instance:
+# channels -> local TRS -> world matrices (parents first) -> palettes, so the CPU writes per frame one time
+CROWD_ANIM_PUSH = np.dtype([("time", "<f4")] + [(n, "<u4") for n in (
+    "first_instance", "instance_count", "node_count", "entry_count", "palette_width")])
+CROWD_ANIM_MAX_NODES = 128    # private world-matrix array per thread (a scene with more nodes is refused)
+CROWD_ANIM = ShaderInterface(
+    "crowd_anim", ("crowd_anim.comp",), "crowd animation: clip channels sampled per instance into palettes",
+    bindings=(Binding("channels", 0, STORAGE, (COMPUTE,), "uvec4", "readonly"),     # mode, first time, keys, value
+              Binding("times", 1, STORAGE, (COMPUTE,), "float", "readonly"),
+              Binding("values", 2, STORAGE, (COMPUTE,), "vec4", "readonly"),
+              Binding("node_channels", 3, STORAGE, (COMPUTE,), "uvec4", "readonly"),  # per (clip, node): T R S + 1
+              Binding("nodes", 4, STORAGE, (COMPUTE,), "vec4", "readonly"),         # rest T (w: parent), R, S
+              Binding("entries", 5, STORAGE, (COMPUTE,), "uvec4", "readonly"),      # node, inverse bind, column
+              Binding("inverse_binds", 6, STORAGE, (COMPUTE,), "mat4", "readonly"),
+              Binding("instances", 7, STORAGE, (COMPUTE,), "uvec4", "readonly", member="params",
+                      block="InstanceParams"),                                     # clip, phase, speed, duration
+              Binding("transforms", 8, STORAGE, (COMPUTE,), "mat4", "readonly"),
+              Binding("palettes", 9, STORAGE, (COMPUTE,), "mat4", "writeonly", member="joints", block="Out",
+                      instance="dst")),
+    push=PushConstants(Struct("Push", CROWD_ANIM_PUSH, notes=(
+        ("time", "the crowd's clock (s): instance time = phase + speed x time, wrapped by its clip's duration"),
+        ("entry_count", "palette entries (joint of a distinct skin) per instance"),
+        ("palette_width", "mat4s between instances' palettes"))), (COMPUTE,)),
+    local_size=64,
+    constants=(("uint", "MAX_NODES", CROWD_ANIM_MAX_NODES),))
+
 COPY = ShaderInterface(
     "copy", ("copy.comp",), "coalesced uvec4 copy (round-trip test kernel, bandwidth ceiling of the benchmark)",
     bindings=(Binding("src", 0, STORAGE, (COMPUTE,), "uvec4", "readonly"),
@@ -494,7 +520,7 @@ STAGE_LINKS: tuple[StageLink, ...] = (SCENE_VARYINGS, SCENE_TARGET, UI_VARYINGS,
 
 INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, MORPH_VERTEX, MORPH_COMPACT_VERTEX, NORMALS,
                                            SKIN_CAPTURE, CROWD_SKIN, COPY, SCENE, STATIC_INPUT, SKINNED_INPUT,
-                                           EXTRA_INPUT, UI, UI_INPUT, BAKE)
+                                           EXTRA_INPUT, UI, UI_INPUT, BAKE, CROWD_ANIM)
 
 
 # ---------------------------------------------------------------------------------------------------- GLSL

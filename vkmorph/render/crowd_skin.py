@@ -17,6 +17,11 @@ this slot's host-visible palette buffer (the host must have waited for the frame
 the frames-in-flight rule) and are dispatched, one dispatch per primitive and run of consecutive instances,
 between ``COMPUTE_TO_COMPUTE`` (the morph output written, read here) and ``COMPUTE_TO_VERTEX`` (read as vertex
 input by the draws). Unchanged instances cost nothing.
+
+With ``animation=`` (a ``render/crowd_anim.CrowdAnimation``, recorded before this pass with
+``consumer="compute"``) the palettes are that pass's per-slot buffers: it writes every instance's (on the GPU,
+or by the host for instances posed on the CPU), this pass writes none and also skins the GPU-posed instances on
+every frame the animation dispatched.
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ class CrowdSkinning:
     """Compute skinning of a crowd runtime's skinned primitives (see the module docstring). ``passes``: how
     many passes draw each primitive (the cost model's input); ``path``: "auto" (the model), or forced."""
 
-    def __init__(self, rt, *, passes: int = 2, path: str = "auto"):
+    def __init__(self, rt, *, passes: int = 2, path: str = "auto", animation=None):
         if rt.crowd is None:
             raise UsageError("CrowdSkinning needs a crowd runtime: MorphRuntime(..., instances=N)")
         self.rt, self.ctx, self.crowd = rt, rt.ctx, rt.crowd
@@ -72,11 +77,16 @@ class CrowdSkinning:
         self._owner = Owner(self.ctx, "crowd skinning")
         self._last_serial = 0
         N, slots = self.crowd.count, rt.slots
+        # animation: a render/crowd_anim.CrowdAnimation whose per-slot palettes (GPU-sampled, or host-written
+        # for CPU-posed instances) are read instead of this pass's own; its GPU-posed instances are skinned on
+        # every frame it dispatched
+        self.animation = animation
+        self._anim_applied = [-1] * slots
         # palettes: one block per distinct skin palette (skins with the same joints share one, as the crowd does)
         self._palette_of: dict[int, int] = {}
         self._blocks: list[tuple[int, int]] = []    # (skin, first mat4 in an instance's palette row)
         width = 0
-        for inst in self.items:
+        for inst in ([] if animation is not None else self.items):
             s = inst.prim.skin
             arr = self.crowd.skin_matrices(s)
             for skin, first in self._blocks:
@@ -87,6 +97,9 @@ class CrowdSkinning:
                 self._palette_of[s] = width
                 self._blocks.append((s, width))
                 width += arr.shape[1]
+        if animation is not None:
+            self._palette_of = {inst.prim.skin: animation.palette_first(inst.prim.skin) for inst in self.items}
+            width = animation.palette_width
         self.palette_width = width
         firsts, total = [], 0
         for inst in self.items:
@@ -114,7 +127,8 @@ class CrowdSkinning:
                              "vertex-shader path (path='vertex')")
         self.pipeline = self._owner.own(ComputePipeline(ctx, CROWD_SKIN, max_sets=len(self.items) * rt.slots))
         self.palettes = [self._owner.own(M.host_buffer(ctx, 64 * N * self.palette_width, M.STORAGE,
-                                                       name=f"crowd palettes slot {k}")) for k in range(rt.slots)]
+                                                       name=f"crowd palettes slot {k}")) for k in range(rt.slots)] \
+            if self.animation is None else list(self.animation.palettes)
         self._palette_views = [b.view(np.float32, N * self.palette_width * 16).reshape(N, self.palette_width, 4, 4)
                                for b in self.palettes]
         self.outputs = [self._owner.own(M.device_buffer(ctx, None, M.STORAGE | M.VERTEX, size=16 * total_vec4,
@@ -153,14 +167,19 @@ class CrowdSkinning:
         returns how many instances were skinned (0: nothing recorded, not even a barrier)."""
         slot = self.rt._slot(slot)
         crowd, applied = self.crowd, self._applied
-        if not self.items or applied.up_to_date(slot, crowd.version):
+        anim = self.animation
+        animated = anim is not None and anim.dispatches[slot] != self._anim_applied[slot]
+        if not self.items or (not animated and applied.up_to_date(slot, crowd.version)):
             return 0
         moved = np.maximum(crowd.weight_versions, crowd.skeleton_versions)   # one counter stamps both
         rows, cur = applied.changed(slot, moved)
+        if animated:                             # the animation pass rewrote its GPU-posed instances' palettes
+            rows = np.union1d(rows, np.flatnonzero(crowd.gpu_posed))
+            self._anim_applied[slot] = anim.dispatches[slot]
         if len(rows):
-            view = self._palette_views[slot]
+            view = self._palette_views[slot] if anim is None else None
             sel = slice(None) if len(rows) == crowd.count else rows
-            for skin, first in self._blocks:     # std430 mat4 is column-major: the math matrix transposed
+            for skin, first in self._blocks if anim is None else ():  # std430 mat4: the math matrix transposed
                 pal = crowd.skin_matrices(skin)
                 view[sel, first:first + pal.shape[1]] = pal[sel].transpose(0, 1, 3, 2)
             barriers.record(cb, barriers.COMPUTE_TO_COMPUTE)     # the morph output written, read below
