@@ -248,7 +248,7 @@ COPY_PUSH = np.dtype([("count", "<u4"), ("xor_mask", "<u4")])
 FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
                       ("camera_pos", "<f4", 4), ("sky", "<f4", 4), ("ground", "<f4", 4), ("viewport", "<f4", 4),
                       ("outline_color", "<f4", 4)])
-ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4")])
+ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4"), ("instance_matrices", "<i4")])
 MATERIAL_UBO = np.dtype([("base_color", "<f4", 4), ("emissive", "<f4", 4), ("params", "<f4", 4),
                          ("modes", "<i4", 4), ("uv_xform0", "<f4", 16), ("uv_xform1", "<f4", 16),
                          ("uv_xform2", "<f4", 16)])
@@ -380,8 +380,8 @@ SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows wit
 _VF = (VERTEX, FRAGMENT)
 _F = (FRAGMENT,)
 SCENE = ShaderInterface(
-    "scene", ("skin.vert", "static.vert", "forward.frag", "ground.frag", "outline.frag",
-              "shadow_mask.frag"),
+    "scene", ("skin.vert", "static.vert", "crowd_skin.vert", "crowd_static.vert", "forward.frag", "ground.frag",
+              "outline.frag", "shadow_mask.frag"),
     "graphics pipelines: set 0 per frame (shadow map, frame constants), set 1 per item (skinning palette), "
     "set 2 per material",
     bindings=(Binding("shadow_map", 0, SAMPLER, _F, "sampler2DShadow"),
@@ -412,16 +412,21 @@ SCENE = ShaderInterface(
     push=PushConstants(Struct("Item", ITEM_PUSH, "ITEM_PUSH", notes=(
         ("model", "node world matrix"),
         ("pass", "PASS_FORWARD, PASS_SHADOW (light's view) or PASS_OUTLINE (grown along the normal)"),
-        ("heat_joint", ">= 0: show the weight of this joint as a heat map"))), _VF, instance="item"),
+        ("heat_joint", ">= 0: show the weight of this joint as a heat map"),
+        ("instance_matrices", "crowd_*.vert: mat4s per instance in set 1's buffer (instance i's first is "
+                              "i x this; 0: every instance reads matrix 0)"))), _VF, instance="item"),
     constants=(("float", "SHADOW_BIAS", SHADOW_BIAS), ("int", "PASS_FORWARD", 0), ("int", "PASS_SHADOW", 1),
                ("int", "PASS_OUTLINE", 2), ("int", "ALPHA_OPAQUE", 0), ("int", "ALPHA_MASK", 1),
                ("int", "ALPHA_BLEND", 2)))
 
-STATIC_INPUT = ShaderInterface("static_vertex", ("static.vert",), "vertex inputs of unskinned items",
+STATIC_INPUT = ShaderInterface("static_vertex", ("static.vert", "crowd_static.vert"),
+                               "vertex inputs of unskinned items",
                                vertex=STATIC_VERTEX)
-SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert",), "vertex inputs of skinned items",
+SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert", "crowd_skin.vert"),
+                                "vertex inputs of skinned items",
                                 vertex=SKINNED_VERTEX)
-EXTRA_INPUT = ShaderInterface("extra_vertex", ("skin.vert", "static.vert"),
+EXTRA_INPUT = ShaderInterface("extra_vertex", ("skin.vert", "static.vert", "crowd_skin.vert",
+                                               "crowd_static.vert"),
                               "vertex binding 1 of every graphics pipeline (COLOR_0, TEXCOORD_1; not morphed)",
                               vertex=EXTRA_VERTEX, vertex_location=EXTRA_VERTEX_LOCATION)
 
@@ -469,8 +474,8 @@ class StageLink:
 
 
 SCENE_VARYINGS = StageLink(
-    "scene_varyings", ("skin.vert", "static.vert"), ("forward.frag", "ground.frag", "outline.frag",
-                                                     "shadow_mask.frag"), (
+    "scene_varyings", ("skin.vert", "static.vert", "crowd_skin.vert", "crowd_static.vert"), (
+        "forward.frag", "ground.frag", "outline.frag", "shadow_mask.frag"), (
         Varying(0, "world", "vec3", "world-space position"),
         Varying(1, "normal", "vec3", "world-space normal (not normalized)"),
         Varying(2, "tangent", "vec4", "xyz: world-space tangent, w: handedness"),

@@ -71,6 +71,7 @@ class CrowdSkinning:
         self.items = [inst for inst in rt.instances if self.paths.get((inst.node, inst.prim_index)) == "compute"]
         self._owner = Owner(self.ctx, "crowd skinning")
         self._last_serial = 0
+        self.culled = 0            # the last record's moved-but-culled instances (left pending)
         N, slots = self.crowd.count, rt.slots
         # palettes: one block per distinct skin palette (skins with the same joints share one, as the crowd does)
         self._palette_of: dict[int, int] = {}
@@ -148,22 +149,31 @@ class CrowdSkinning:
     def draws(self, slot: int = 0) -> list[SkinnedCrowdDraw]:
         return list(self._draws[self.rt._slot(slot)]) if self.items else []
 
-    def record(self, cb, slot: int = 0) -> int:
+    def record(self, cb, slot: int = 0, visible: np.ndarray | None = None) -> int:
         """Skin the instances whose weights or pose moved since ``slot`` was skinned (see the module docstring);
-        returns how many instances were skinned (0: nothing recorded, not even a barrier)."""
+        returns how many instances were skinned (0: nothing recorded, not even a barrier). ``visible``: a bool
+        per instance (render/crowd_cull.py); moved instances that are not visible are not skinned and stay
+        pending (versions not consumed), as in ``MorphRuntime.record(visible=)``, which must get the same mask."""
         slot = self.rt._slot(slot)
         crowd, applied = self.crowd, self._applied
+        self.culled = 0
         if not self.items or applied.up_to_date(slot, crowd.version):
             return 0
         moved = np.maximum(crowd.weight_versions, crowd.skeleton_versions)   # one counter stamps both
         rows, cur = applied.changed(slot, moved)
+        total = crowd.version
+        if visible is not None:
+            seen = np.asarray(visible, bool)[rows]
+            self.culled = int(len(rows) - seen.sum())
+            if self.culled:
+                rows, total = rows[seen], -1
         if len(rows):
             view = self._palette_views[slot]
             sel = slice(None) if len(rows) == crowd.count else rows
             for skin, first in self._blocks:     # std430 mat4 is column-major: the math matrix transposed
                 pal = crowd.skin_matrices(skin)
                 view[sel, first:first + pal.shape[1]] = pal[sel].transpose(0, 1, 3, 2)
-            barriers.record(cb, barriers.COMPUTE_TO_COMPUTE)     # the morph output written, read below
+            barriers.record(cb, barriers.MORPH_AND_DRAWS_TO_SKIN)   # morph output read, earlier draws' input rewritten
             starts, counts = merged_ranges(np.arange(crowd.count), np.ones(crowd.count, np.int64), rows)
             runs = [(f, min(MAX_GROUPS, s + n - f)) for s, n in zip(starts.tolist(), counts.tolist())
                     for f in range(s, s + n, MAX_GROUPS)]
@@ -177,7 +187,7 @@ class CrowdSkinning:
                     vk.vkCmdDispatch(cb, self.pipeline.groups(inst.prim.vertex_count), n, 1)
             barriers.record(cb, barriers.COMPUTE_TO_VERTEX)      # skinned vertices read as vertex input
             self._last_serial = self.ctx.next_serial()
-        applied.applied(slot, crowd.version, rows, cur)
+        applied.applied(slot, total, rows, cur)
         return len(rows)
 
     def destroy(self) -> None:
