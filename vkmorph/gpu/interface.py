@@ -243,7 +243,7 @@ SKIN_CAPTURE_PUSH = np.dtype([(n, "<u4") for n in ("vertex_count", "stride_words
 CROWD_SKIN_PUSH = np.dtype([(n, "<u4") for n in (
     "vertex_count", "stride_words", "position_offset", "normal_offset", "tangent_offset", "texcoord_offset",
     "joints_offset", "weights_offset", "src_first_word", "src_instance_words", "palette_first", "palette_instance",
-    "dst_first_vec4", "dst_instance_vec4", "first_instance")])
+    "dst_first_vec4", "dst_instance_vec4", "first_instance", "motion", "prev_first_vec4")])
 COPY_PUSH = np.dtype([("count", "<u4"), ("xor_mask", "<u4")])
 FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
                       ("camera_pos", "<f4", 4), ("sky", "<f4", 4), ("ground", "<f4", 4), ("viewport", "<f4", 4),
@@ -328,12 +328,21 @@ CROWD_SKIN = ShaderInterface(
     bindings=(Binding("vertices", 0, STORAGE, (COMPUTE,), "uint", "readonly", member="words", instance="src"),
               Binding("palettes", 1, STORAGE, (COMPUTE,), "mat4", "readonly", member="joints", instance="palette"),
               Binding("output", 2, STORAGE, (COMPUTE,), "vec4", "writeonly", member="values", block="Out",
-                      instance="dst")),
+                      instance="dst"),
+              # motion vectors (CrowdSkinning(motion_vectors=True)): the skinned vertices the previous frame drew
+              # (the previous slot's output; this slot's own with one slot, read before it is rewritten), the
+              # previous positions written here, and per instance where they come from (1: last, 0: current)
+              Binding("last", 3, STORAGE, (COMPUTE,), "vec4", "readonly", member="values", block="Last",
+                      instance="last"),
+              Binding("previous", 4, STORAGE, (COMPUTE,), "vec4", "writeonly", member="values", block="Previous",
+                      instance="prev"),
+              Binding("history", 5, STORAGE, (COMPUTE,), "uint", "readonly", member="fromLast", block="History")),
     push=PushConstants(Struct("Push", CROWD_SKIN_PUSH, notes=(
         ("stride_words", "source vertex stride and attribute offsets in 32-bit words"),
         ("src_instance_words", "words between instances' source vertices (0: shared by every instance)"),
         ("palette_instance", "mat4s between instances' palettes"),
-        ("dst_instance_vec4", "vec4s between instances' outputs (3 per vertex: the STATIC_VERTEX layout)"))),
+        ("dst_instance_vec4", "vec4s between instances' outputs (3 per vertex: the STATIC_VERTEX layout)"),
+        ("motion", "1: write previous positions (vec4 per vertex at prev_first_vec4 + instance x vertex_count)"))),
         (COMPUTE,)),
     local_size=64)
 

@@ -52,20 +52,28 @@ class SkinnedCrowdDraw:
     vertex_input: VertexInput
     index_buffer: object
     index_count: int
+    previous_buffer: object = None   # VkBuffer (motion_vectors=True): this slot's previous world positions
+    previous_offset: int = 0         # bytes: instance 0's, one vec4 (x, y, z, 1) per vertex
+    previous_stride: int = 0         # bytes between instances' previous positions (16 x vertex_count)
 
     def offset_of(self, instance: int) -> int:
         return self.vertex_offset + instance * self.instance_stride
 
+    def previous_offset_of(self, instance: int) -> int:
+        return self.previous_offset + instance * self.previous_stride
+
 
 class CrowdSkinning:
     """Compute skinning of a crowd runtime's skinned primitives (see the module docstring). ``passes``: how
-    many passes draw each primitive (the cost model's input); ``path``: "auto" (the model), or forced."""
+    many passes draw each primitive (the cost model's input); ``path``: "auto" (the model), or forced;
+    ``motion_vectors``: keep each instance's previous-frame world positions (one more vec4 per vertex and slot;
+    docs/embedding.md, "Motion vectors")."""
 
-    def __init__(self, rt, *, passes: int = 2, path: str = "auto"):
+    def __init__(self, rt, *, passes: int = 2, path: str = "auto", motion_vectors: bool = False):
         if rt.crowd is None:
             raise UsageError("CrowdSkinning needs a crowd runtime: MorphRuntime(..., instances=N)")
         self.rt, self.ctx, self.crowd = rt, rt.ctx, rt.crowd
-        self.passes, self.path_choice = int(passes), path
+        self.passes, self.path_choice, self.motion_vectors = int(passes), path, bool(motion_vectors)
         self.paths = {(inst.node, inst.prim_index): choose_path(inst.prim.vertices.dtype.itemsize, passes, path)
                       for inst in rt.instances if inst.prim.is_skinned}
         self.items = [inst for inst in rt.instances if self.paths.get((inst.node, inst.prim_index)) == "compute"]
@@ -89,13 +97,20 @@ class CrowdSkinning:
                 self._blocks.append((s, width))
                 width += arr.shape[1]
         self.palette_width = width
+        # each primitive's outputs start 256-byte aligned (>= minStorageBufferOffsetAlignment) and are bound as
+        # their own range, so one primitive's dispatch never reads or writes (for the validation layer: binds)
+        # another's range: the dispatches of one frame need no barrier between them
         firsts, total = [], 0
         for inst in self.items:
             firsts.append(total)
-            total += N * inst.prim.vertex_count * 3
+            total += -(-N * inst.prim.vertex_count * 3 // 16) * 16
         self._dst_first = firsts
         self._applied = AppliedVersions(np.arange(N), slots)
-        self.pipeline = self.palettes = self.outputs = None
+        # motion vectors: per slot the version whose positions each instance's previous range holds, and the
+        # versions the last recorded frame drew (-1: not drawn: culled, or no frame yet)
+        self._prev_of = np.full((slots, N), -1, np.int64)
+        self._drawn = np.full(N, -1, np.int64)
+        self.pipeline = self.palettes = self.outputs = self.previous = None
         try:
             self._build(total)
         except BaseException:
@@ -121,9 +136,41 @@ class CrowdSkinning:
         self.outputs = [self._owner.own(M.device_buffer(ctx, None, M.STORAGE | M.VERTEX, size=16 * total_vec4,
                                                         name=f"crowd skinned vertices slot {k}"))
                         for k in range(rt.slots)]
+        prev_firsts, prev_total = [], 0
+        for inst in self.items:
+            prev_firsts.append(prev_total)
+            prev_total += -(-N * inst.prim.vertex_count // 16) * 16
+        S = rt.slots
+        if self.motion_vectors:    # previous positions (vec4 per vertex) and per instance where they come from
+            self.previous = [self._owner.own(M.device_buffer(ctx, None, M.STORAGE | M.VERTEX, size=16 * prev_total,
+                                                             name=f"crowd previous positions slot {k}"))
+                             for k in range(S)]
+            self._history = [self._owner.own(M.host_buffer(ctx, max(16, 4 * N), M.STORAGE,
+                                                           name=f"crowd motion history slot {k}")) for k in range(S)]
+            self._history_views = [b.view(np.uint32, N) for b in self._history]
+            last = [self.outputs[(k - 1) % S] for k in range(S)]   # frames use the slots in turn
+        else:                      # unused bindings (pc.motion = 0): small buffers, one read, one written
+            spare_r, spare_w = (self._owner.own(M.device_buffer(ctx, None, M.STORAGE, size=256,
+                                                                name=f"crowd motion (unused, {w})"))
+                                for w in ("read", "written"))
+            self._history = [spare_r] * S
+            last = None
+
+        def out_range(buf, i):
+            n = 16 * (self._dst_first[i + 1] if i + 1 < len(self.items) else total_vec4) - 16 * self._dst_first[i]
+            return (buf, 16 * self._dst_first[i], n)
+
+        def prev_range(k, i):
+            if not self.motion_vectors:
+                return spare_w
+            n = 16 * ((prev_firsts[i + 1] if i + 1 < len(self.items) else prev_total) - prev_firsts[i])
+            return (self.previous[k], 16 * prev_firsts[i], n)
+
         self._sets = [[self.pipeline.make_set({"vertices": inst.vertex_buffer, "palettes": self.palettes[k],
-                                               "output": self.outputs[k]}) for inst in self.items]
-                      for k in range(rt.slots)]
+                                               "output": out_range(self.outputs[k], i),
+                                               "last": out_range(last[k], i) if last else spare_r,
+                                               "previous": prev_range(k, i), "history": self._history[k]})
+                       for i, inst in enumerate(self.items)] for k in range(S)]
         self._push = []
         for k in range(rt.slots):
             rows = np.zeros(len(self.items), CROWD_SKIN_PUSH)
@@ -136,14 +183,19 @@ class CrowdSkinning:
                 r["src_first_word"] = rt._offset(inst, k) // 4
                 r["src_instance_words"] = (rt.batch.instance_stride // 4) if inst.is_morphing else 0
                 r["palette_first"], r["palette_instance"] = self._palette_of[inst.prim.skin], self.palette_width
-                r["dst_first_vec4"], r["dst_instance_vec4"] = self._dst_first[i], inst.prim.vertex_count * 3
+                # relative to the primitive's own bound ranges
+                r["dst_first_vec4"], r["dst_instance_vec4"] = 0, inst.prim.vertex_count * 3
+                r["motion"], r["prev_first_vec4"] = int(self.motion_vectors), 0
             self._push.append(rows)
         inputs = vertex_input_of(STATIC_VERTEX)
         self._draws = [[SkinnedCrowdDraw(node=inst.node, primitive=inst.prim_index,
                                          vertex_buffer=self.outputs[k].handle, vertex_offset=16 * self._dst_first[i],
                                          instance_stride=SKINNED_OUT_BYTES * inst.prim.vertex_count,
                                          vertex_count=inst.prim.vertex_count, vertex_input=inputs,
-                                         index_buffer=inst.index_buffer.handle, index_count=inst.index_count)
+                                         index_buffer=inst.index_buffer.handle, index_count=inst.index_count,
+                                         previous_buffer=self.previous[k].handle if self.previous else None,
+                                         previous_offset=16 * prev_firsts[i],
+                                         previous_stride=16 * inst.prim.vertex_count if self.previous else 0)
                         for i, inst in enumerate(self.items)] for k in range(rt.slots)]
 
     def draws(self, slot: int = 0) -> list[SkinnedCrowdDraw]:
@@ -157,17 +209,26 @@ class CrowdSkinning:
         slot = self.rt._slot(slot)
         crowd, applied = self.crowd, self._applied
         self.culled = 0
-        if not self.items or applied.up_to_date(slot, crowd.version):
+        if not self.items or (not self.motion_vectors and applied.up_to_date(slot, crowd.version)):
             return 0
         moved = np.maximum(crowd.weight_versions, crowd.skeleton_versions)   # one counter stamps both
         rows, cur = applied.changed(slot, moved)
         total = crowd.version
+        if self.motion_vectors:
+            # previous wanted: what the last frame drew; not drawn (first frame, culled): the current pose
+            want = np.where(self._drawn >= 0, self._drawn, moved)
+            rows = np.flatnonzero((applied.items[slot] != moved) | (self._prev_of[slot] != want))
         if visible is not None:
             seen = np.asarray(visible, bool)[rows]
             self.culled = int(len(rows) - seen.sum())
             if self.culled:
                 rows, total = rows[seen], -1
+        if self.motion_vectors:
+            self._drawn = np.where(np.asarray(visible, bool), moved, -1) if visible is not None else moved.copy()
         if len(rows):
+            if self.motion_vectors:    # 1: previous = the last frame's vertex (it moved since), 0: = current
+                self._history_views[slot][rows] = (want[rows] != moved[rows]).astype(np.uint32)
+                self._prev_of[slot, rows] = want[rows]
             view = self._palette_views[slot]
             sel = slice(None) if len(rows) == crowd.count else rows
             for skin, first in self._blocks:     # std430 mat4 is column-major: the math matrix transposed
