@@ -64,16 +64,18 @@ def visible_runs(visible: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]
 
 class CrowdFrame:
     """The crowd side of a ``SceneRenderer`` (see the module docstring). ``skinning``: "auto" (the cost model
-    per primitive), "compute" or "vertex" for every skinned primitive; ``cull``: frustum culling."""
+    per primitive), "compute" or "vertex" for every skinned primitive; ``cull``: frustum culling;
+    ``motion_vectors``: previous positions of the compute-skinned primitives (CrowdSkinning)."""
 
-    def __init__(self, renderer, items, *, skinning: str = "auto", cull: bool = True):
+    def __init__(self, renderer, items, *, skinning: str = "auto", cull: bool = True,
+                 motion_vectors: bool = False):
         rt = renderer.runtime
         if rt.crowd is None:
             raise UsageError("CrowdFrame needs a crowd runtime (MorphRuntime(..., instances=N))")
         self.rt, self.crowd, self.cull = rt, rt.crowd, bool(cull)
         self.ctx, self.slots, self.output_slots = renderer.ctx, renderer.slots, renderer.output_slots
         self._buffers: list = []
-        self.skin = CrowdSkinning(rt, passes=RENDER_PASSES, path=skinning)
+        self.skin = CrowdSkinning(rt, passes=RENDER_PASSES, path=skinning, motion_vectors=motion_vectors)
         try:
             self.culler = CrowdCuller(rt)
             self._build(items)
@@ -124,6 +126,14 @@ class CrowdFrame:
         """(node, primitive) -> "compute" / "vertex" for the skinned primitives (the cost model's or the forced
         choice), as ``CrowdSkinning.paths``."""
         return dict(self.skin.paths)
+
+    def describe(self, scene) -> list[tuple[str, str]]:
+        """(object name, "compute" / "vertex" / "rigid") per primitive, for the panel and ``vkmorph info``."""
+        out = []
+        for c, inst in zip(self.items, self.rt.instances):
+            name = scene.nodes[inst.node].name or f"node {inst.node}"
+            out.append((name + (f" p{inst.prim_index}" if inst.prim_index else ""), c.mode))
+        return out
 
     # ------------------------------------------------------------------ per frame
     def update(self, slot: int, view_proj: np.ndarray) -> None:

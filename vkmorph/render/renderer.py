@@ -56,6 +56,9 @@ GROUND_GAP = 1e-3       # the ground lies this far under the posed model's lowes
 GROUND_CELLS = 40       # the ground quad reaches this many grid cells from its centre (ground.frag fades it out)
 
 
+PASS_NAMES = ("morph", "skin", "shadow", "forward")   # record()'s marks, in order (pass_ms)
+
+
 def _col_major(m: np.ndarray) -> np.ndarray:
     return np.asarray(m, np.float32).T.reshape(-1)
 
@@ -205,12 +208,16 @@ class SceneRenderer:
     instance (render/crowd_render.py). ``skinning``: "auto" (per skinned primitive, the byte model of
     render/skin_cost.py: compute skinning once per frame, then plain draws; or vertex-shader skinning in each
     pass), "compute" or "vertex"; ``cull``: frustum culling with bounds that follow each instance's pose
-    (culled instances are neither morphed, skinned nor drawn; their changes wait until they are visible)."""
+    (culled instances are neither morphed, skinned nor drawn; their changes wait until they are visible);
+    ``motion_vectors``: the compute path keeps each instance's previous-frame positions
+    (``crowd_frame.skin.draws(slot)``, docs/embedding.md). ``pass_timing``: GPU timestamps after each pass,
+    read by ``pass_ms(slot)`` once the slot's frame completed."""
 
     def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int, *,
                  frames_in_flight: int = 1, shadow_size: int = 1024, runtime: MorphRuntime | None = None,
                  ground: bool = True, samples: int | None = None, mipmaps: bool = True,
-                 instances: int | None = None, skinning: str = "auto", cull: bool = True):
+                 instances: int | None = None, skinning: str = "auto", cull: bool = True,
+                 motion_vectors: bool = False, pass_timing: bool = False):
         self.ctx, self.scene, self.slots = ctx, scene, frames_in_flight
         self.color_format, self.shadow_size = color_format, shadow_size
         self.samples = msaa_samples(ctx, 4) if samples is None else samples
@@ -225,7 +232,9 @@ class SceneRenderer:
         self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene, slots=frames_in_flight,
                                                                         instances=instances)
         self.crowd_frame = None         # crowds: render/crowd_render.CrowdFrame
-        self._crowd_options = {"skinning": skinning, "cull": cull}
+        self._crowd_options = {"skinning": skinning, "cull": cull, "motion_vectors": motion_vectors}
+        self._pass_timing = pass_timing
+        self.pass_timestamps = None
         # the runtime's output slot of each frame slot
         self.output_slots = [k if self.runtime.slots > 1 else 0 for k in range(frames_in_flight)]
         self.heat_joint = -1
@@ -292,6 +301,10 @@ class SceneRenderer:
 
     def _build(self, color_final_layout: int, ground: bool, mipmaps: bool) -> None:
         ctx = self.ctx
+        if self._pass_timing:
+            from ..gpu.timestamps import Timestamps
+
+            self.pass_timestamps = self._own(Timestamps(ctx, 1 + len(PASS_NAMES), self.slots))
         g = self._own(G.ObjectGroup(ctx, "scene renderer passes and layouts"))
         self.ground_y: float | None = None     # world y of the ground plane (None: no ground)
         self.grid_cell: float | None = None    # its grid spacing
@@ -544,7 +557,19 @@ class SceneRenderer:
         instances that moved, then the passes draw every visible instance. ``marks(cb, name)``, if given, is
         called after "morph", "skin", "shadow" and "forward" (per-pass GPU timestamps)."""
         self._viewport = (width, height)
-        mark = marks if marks is not None else (lambda cb, name: None)
+        ts = self.pass_timestamps
+        if ts is not None:
+            from ..gpu.timestamps import BOTTOM, TOP
+
+            ts.reset(cb, slot)
+            ts.write(cb, 0, slot, TOP)
+
+            def mark(cb, name):   # bottom of pipe: everything recorded before it has finished
+                ts.write(cb, 1 + PASS_NAMES.index(name), slot, BOTTOM)
+                if marks is not None:
+                    marks(cb, name)
+        else:
+            mark = marks if marks is not None else (lambda cb, name: None)
         if self.crowd_frame is not None:
             counters = self.crowd_frame.record_deform(cb, slot)
             mark(cb, "morph")
@@ -564,6 +589,16 @@ class SceneRenderer:
         if not self.ctx.owned:   # the draws need a serial the host reports, even when the morph pass skipped
             self._last_serial = counters.serial or self.ctx.next_serial()
         return counters
+
+    def pass_ms(self, slot: int = 0) -> dict[str, float] | None:
+        """GPU milliseconds of each pass of the last frame recorded in ``slot`` (``pass_timing=True``; waits for
+        the results: call it after that frame's fence); None before the first frame or without timestamps."""
+        if self.pass_timestamps is None:
+            return None
+        cum = self.pass_timestamps.read_ms(slot)
+        if cum is None:
+            return None
+        return {name: cum[i] - (cum[i - 1] if i else 0.0) for i, name in enumerate(PASS_NAMES)}
 
     def _shadow_pass(self, cb, slot: int) -> None:
         clear_depth = vk.VkClearValue(depthStencil=vk.VkClearDepthStencilValue(depth=1.0, stencil=0))
