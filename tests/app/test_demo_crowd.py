@@ -49,7 +49,8 @@ def test_headless_crowd_shows_many_instances(tmp_path):
         assert r.returncode == 0, r.stderr
         assert f"crowd: {n} instances, {n} visible" in r.stdout
         assert "BlueMesh: " in r.stdout and "PurpleMesh: " in r.stdout and "Red: rigid" in r.stdout
-        assert "GPU ms: morph " in r.stdout and " forward " in r.stdout
+        assert "GPU ms: morph " in r.stdout and ", skin " in r.stdout and "shadow " in r.stdout
+        assert " forward " in r.stdout
         out[n] = saturated(tmp_path / f"c{n}" / "frame_001.png")
     assert 1 <= blobs(out[1]) <= 4
     assert blobs(out[9]) >= 15       # 27 tubes, a few overlapping from this view

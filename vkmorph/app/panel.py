@@ -238,7 +238,8 @@ def crowd_stat_lines(crowd: dict | None) -> list[str]:
     lines = [f"crowd: {crowd['instances']} instances, {crowd['visible']} visible"]
     lines += [f"  {name}: {path}" for name, path in crowd.get("paths", [])]
     ms = crowd.get("pass_ms")
-    if ms:
-        lines.append("GPU ms: " + ", ".join(f"{k} {v:.2f}" for k, v in ms.items()))
+    if ms:     # two rows: the panel is narrow
+        items = [f"{k} {v:.2f}" for k, v in ms.items()]
+        lines += ["GPU ms: " + ", ".join(items[:2]), "        " + ", ".join(items[2:])]
     return lines
 
