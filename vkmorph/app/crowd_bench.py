@@ -271,7 +271,9 @@ def _pass_row(ctx, scene, clip, N: int, frames: int) -> dict:
             crowd.set_all_weights(lo + (hi - lo) * base_w * (0.5 + 0.5 * np.sin(0.3 * f + 6.0 * base_w)))
             for p, o in offs.items():
                 c0, w0 = time.thread_time(), time.perf_counter()
-                o.render()
+                o.renderer.update(0, w / h, w, h)   # no readback; a 10,000 frame outlasts render()'s 60 s wait
+                ctx.submit_and_wait(lambda cb, o=o: o.renderer.record(cb, 0, o.targets.framebuffers[0], w, h),
+                                    timeout_s=1800.0)
                 cpu, wall = 1e3 * (time.thread_time() - c0), 1e3 * (time.perf_counter() - w0)
                 ms = o.renderer.pass_ms(0)
                 if f:
@@ -293,6 +295,7 @@ def _pass_row(ctx, scene, clip, N: int, frames: int) -> dict:
             row["vertex_over_compute"] = row["vertex_deform_draw_ms"] / row["compute_deform_draw_ms"]
         return row
     finally:
+        ctx.wait_idle()          # nothing is destroyed while a frame may still run (an exception above)
         for o in offs.values():
             o.destroy()
         rt.destroy()
@@ -321,7 +324,8 @@ def pass_markdown(rows: list[dict]) -> list[str]:
     out = ["", f"GPU ms per pass, both skinning paths in the same window ({MODEL} x N, one runtime drawn by two "
            f"renderers, frames interleaved, every instance changing every frame, culling off, "
            f"{PASS_SIZE[0]}x{PASS_SIZE[1]} no MSAA, shadow map 512; median of {rows[0].get('frames', 0)} frames; "
-           "the morph pass is the same for both; frame CPU = thread time of record + submit + wait):", "",
+           "the morph pass is the same for both; frame CPU = thread time of update + record + submit + wait, "
+           "wall beside it):", "",
            "| instances | path | morph ms | skinning ms | shadow ms | forward ms | skin+shadow+forward ms | "
            "frame CPU ms (wall) | vertex / compute | model picks (bytes per vertex: compute, vertex) |",
            "|---|---|---|---|---|---|---|---|---|---|"]
@@ -353,6 +357,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only-changed", action="store_true", help="only the k-of-N changed rows")
     ap.add_argument("--passes", action="store_true",
                     help="only GPU ms per pass of both skinning paths side by side (pass_rows)")
+    ap.add_argument("--counts", help="with --passes: instance counts, comma-separated (default 1,100,1000,10000)")
+    ap.add_argument("--note", help="a line for the markdown (e.g. the host's load)")
     args = ap.parse_args(argv)
     ctx = Context.create(echo_messages=True)
     try:
@@ -361,9 +367,12 @@ def main(argv=None) -> int:
                   "crowd": []}
         if args.passes:
             report["passes"] = []
-            for N in (PASS_COUNTS_QUICK if args.quick else PASS_COUNTS):
+            counts = [int(x) for x in args.counts.split(",")] if args.counts else (
+                PASS_COUNTS_QUICK if args.quick else PASS_COUNTS)
+            for N in counts:
                 report["passes"] += pass_rows(ctx, (N,))
                 print(pass_line(report["passes"][-1]), flush=True)
+                _write(report, args)      # after every row: a later size that crashes the driver keeps these
         for N in () if args.passes else (COUNTS_QUICK if args.quick else COUNTS):
             rows = [] if args.only_changed else crowd_costs(ctx, timer, (N,))
             report["crowd"] += rows
@@ -378,16 +387,22 @@ def main(argv=None) -> int:
         timer.destroy()
     finally:
         ctx.destroy()
+    _write(report, args)
+    return 0
+
+
+def _write(report: dict, args) -> None:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
     if args.markdown:
         with open(args.markdown, "w") as fh:
             fh.write("\n".join([f"# vkmorph crowd bench, {report['date']}, {report['device']} "
-                                f"(driver {report['driver']})", ""] + crowd_markdown(report["crowd"])
+                                f"(driver {report['driver']})", ""]
+                               + ([args.note, ""] if getattr(args, "note", None) else [])
+                               + crowd_markdown(report["crowd"])
                                + changed_markdown(report.get("changed_scaling", []))
                                + pass_markdown(report.get("passes", []))) + "\n")
-    return 0
 
 
 if __name__ == "__main__":
