@@ -15,8 +15,16 @@ Per frame (``record(cb, slot)``, after ``rt.record(cb, slot=slot, consumer="comp
 buffer): instances whose weights or pose moved since this slot was skinned get their palettes written into
 this slot's host-visible palette buffer (the host must have waited for the frame that last used this slot:
 the frames-in-flight rule) and are dispatched, one dispatch per primitive and run of consecutive instances,
-between ``COMPUTE_TO_COMPUTE`` (the morph output written, read here) and ``COMPUTE_TO_VERTEX`` (read as vertex
-input by the draws). Unchanged instances cost nothing.
+between ``MORPH_AND_DRAWS_TO_SKIN`` (the morph output written, read here; the earlier draws of this slot's skinned
+vertices done before they are rewritten, even on a frame whose morph pass recorded nothing) and
+``COMPUTE_TO_VERTEX`` (read as vertex input by the draws). Unchanged instances cost nothing. Each primitive's
+range starts 256-byte aligned and is bound as its own descriptor range, so its dispatches touch no other's.
+
+``visible=`` (render/crowd_cull.py): moved instances that are culled are not skinned and stay pending.
+``motion_vectors=True``: the same dispatch also writes each instance's previous world positions (docs/embedding.md,
+"Motion vectors": the previous frame's skinned vertex, read from the previous slot's output, or the current one
+when there is no previous frame or no motion); an instance that moved in the last frame but not in this one is
+dispatched once more so that its previous positions catch up.
 """
 
 from __future__ import annotations
