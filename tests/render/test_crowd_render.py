@@ -273,3 +273,51 @@ def test_renderer_crowd_frames_in_flight_without_host_waits(ctx):
         for fnc in fences:
             vk.vkDestroyFence(ctx.device, fnc, None)
         off.destroy()
+
+
+def test_two_frames_of_one_slot_in_one_command_buffer(ctx):
+    """A host (or the benchmark) that records two frames of one slot into one command buffer: the second frame's
+    skinning rewrites vertices the first frame's draws read, with no morph pass between them (a pose-only
+    change, and the visibility changed); MORPH_AND_DRAWS_TO_SKIN orders it (the ctx fixture fails on a hazard:
+    with COMPUTE_TO_COMPUTE in its place this test fails)."""
+    from vkmorph.asset.importer import load_scene
+    from vkmorph.render.camera import OrbitCamera
+    from vkmorph.render.offscreen import OffscreenRenderer
+
+    N = 4
+    off = OffscreenRenderer(ctx, load_scene(None), 64, 48, samples=1, shadow_size=64, instances=N,
+                            skinning="compute")
+    try:
+        r = off.renderer
+        rt, cf = r.runtime, r.crowd_frame
+        T = np.repeat(np.eye(4)[None], N, 0)
+        T[:, 0, 3] = np.arange(N) * 3.0
+        rt.crowd.set_transforms(T)
+        rng = np.random.default_rng(41)
+        pose_randomly(rt, rng)
+        r.frame_camera()
+        wide = r.camera
+        off.render()                      # weights applied everywhere: the frames below record no morph pass
+        R = np.array(rt.crowd.local[1])
+        ang = rng.random(R.shape[:2])
+        R[:] = np.stack([np.zeros_like(ang), np.sin(ang / 2), np.zeros_like(ang), np.cos(ang / 2)], -1)
+        rt.crowd.set_local(rotation=R)    # a pose-only change
+
+        def two(cb):
+            r.camera = OrbitCamera(target=(0.0, 0.5, 0.0), distance=3.0, yaw=0.0, pitch=0.2)
+            r.update(0, 64 / 48, 64, 48)
+            first = cf.visible.copy()
+            r.record(cb, 0, off.targets.framebuffers[0], 64, 48)
+            r.camera = wide
+            r.update(0, 64 / 48, 64, 48)
+            c = r.record(cb, 0, off.targets.framebuffers[0], 64, 48)
+            assert not first.all() and cf.visible.all() and cf.skinned_last == int((~first).sum())
+            assert c.instances_dispatched == 0 and c.barriers == 0     # no morph pass, no morph barrier
+
+        ctx.submit_and_wait(two)
+        for d, inst in zip(cf.skin.draws(0), cf.skin.items):
+            for i in range(N):
+                got = skinned_positions(ctx, cf.skin, 0, d, i)
+                assert np.abs(got - expected_world(rt, inst, i)[0]).max() <= 1e-4, (inst.node, i)
+    finally:
+        off.destroy()
