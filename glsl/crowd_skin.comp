@@ -3,7 +3,8 @@
 // Crowd compute skinning ("skin once, draw many"): every instance's vertices of one primitive skinned once per
 // frame by its own palette, written in the STATIC_VERTEX layout (position, normal, tangent with w, texcoord) so
 // the shadow, forward and outline passes draw them as plain vertices instead of skinning them again each.
-// The skinning code is skin.vert's (skinning.glsl). Workgroup row y = instance pc.firstInstance + y.
+// The skinning code is skin.vert's (skinning.glsl). Workgroup row y = instance pc.firstInstance + y. With
+// pc.motion, the instance's previous positions too (render/crowd_skin.py states when they are valid).
 #include "gen/crowd_skin.glsl"
 #include "skinning.glsl"
 
@@ -29,6 +30,10 @@ void main() {
                             palette.joints[pb + j.w], w);
     skinVertex(skin, p, n, t);
     uint o = pc.dstFirstVec4 + inst * pc.dstInstanceVec4 + 3u * v;
+    if (pc.motion != 0u) {   // before dst is written: with one slot, last is dst (the previous frame's vertex)
+        vec3 before = fromLast[inst] != 0u ? last.values[o].xyz : p;   // 0: first frame / unchanged: no motion
+        prev.values[pc.prevFirstVec4 + inst * pc.vertexCount + v] = vec4(before, 1.0);
+    }
     dst.values[o] = vec4(p, n.x);
     dst.values[o + 1u] = vec4(n.yz, t.xy);
     dst.values[o + 2u] = vec4(t.z, tw, uv);

@@ -8,12 +8,13 @@
 // outWorld, outNormal, outTangent, outTexcoords, outColor, outHeat: declared once in interface.py (SCENE_VARYINGS).
 #include "gen/scene_varyings_out.glsl"
 
-void emitVertex(vec3 position, vec3 normal, vec4 tangent, vec2 texcoord0, float heat) {
-    vec4 world = item.model * vec4(position, 1.0);
-    mat3 normalMatrix = transpose(inverse(mat3(item.model)));
+// model: item.model (skin.vert, static.vert) or the instance's matrix (crowd_*.vert).
+void emitVertexModel(mat4 model, vec3 position, vec3 normal, vec4 tangent, vec2 texcoord0, float heat) {
+    vec4 world = model * vec4(position, 1.0);
+    mat3 normalMatrix = transpose(inverse(mat3(model)));
     outWorld = world.xyz;
     outNormal = normalMatrix * normal;
-    outTangent = vec4(mat3(item.model) * tangent.xyz, tangent.w);
+    outTangent = vec4(mat3(model) * tangent.xyz, tangent.w);
     outTexcoords = vec4(texcoord0, inTexcoord1);
     outColor = inColor;
     outHeat = heat;
@@ -25,4 +26,8 @@ void emitVertex(vec3 position, vec3 normal, vec4 tangent, vec2 texcoord0, float 
     vec2 grow = dir * inversesqrt(max(len * len, 1e-12)) * (2.0 * frame.ground.a / frame.viewport.xy) * clip.w;
     clip.xy += grow * float(item.pass == PASS_OUTLINE);
     gl_Position = mix(clip, frame.lightViewProj * world, float(item.pass == PASS_SHADOW));
+}
+
+void emitVertex(vec3 position, vec3 normal, vec4 tangent, vec2 texcoord0, float heat) {
+    emitVertexModel(item.model, position, normal, tangent, texcoord0, heat);
 }

@@ -8,6 +8,9 @@ layout(local_size_x = 64) in;
 layout(std430, set = 0, binding = 0) readonly buffer Vertices { uint words[]; } src;
 layout(std430, set = 0, binding = 1) readonly buffer Palettes { mat4 joints[]; } palette;
 layout(std430, set = 0, binding = 2) writeonly buffer Out { vec4 values[]; } dst;
+layout(std430, set = 0, binding = 3) readonly buffer Last { vec4 values[]; } last;
+layout(std430, set = 0, binding = 4) writeonly buffer Previous { vec4 values[]; } prev;
+layout(std430, set = 0, binding = 5) readonly buffer History { uint fromLast[]; };
 
 layout(push_constant) uniform Push {
     uint vertexCount;
@@ -25,4 +28,6 @@ layout(push_constant) uniform Push {
     uint dstFirstVec4;
     uint dstInstanceVec4;   // vec4s between instances' outputs (3 per vertex: the STATIC_VERTEX layout)
     uint firstInstance;
+    uint motion;            // 1: write previous positions (vec4 per vertex at prev_first_vec4 + instance x vertex_count)
+    uint prevFirstVec4;
 } pc;

@@ -7,34 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers import random_prim
+from tests.render.crowd_scenes import crowd_scene
 from vkmorph.anim.crowd import CrowdState
 from vkmorph.anim.skeleton import Skeleton
-from vkmorph.asset.model import SKINNED_VERTEX, STATIC_VERTEX, MeshAsset, NodeAsset, SceneAsset, SkinAsset
+from vkmorph.asset.model import SKINNED_VERTEX, STATIC_VERTEX
 from vkmorph.errors import UsageError
 from vkmorph.morph.reference import morph_reference
 from vkmorph.morph.state import SceneMorphPose
 from vkmorph.render.morph_pass import MorphRuntime
-
-
-def crowd_scene(rng) -> SceneAsset:
-    """Two morphing primitives (one skinned by a 3-joint chain), one static one without targets."""
-    a, b, c = random_prim(rng, 300, 5, 0.4), random_prim(rng, 700, 40, 0.2), random_prim(rng, 50, 0, 0.0)
-    v = np.zeros(len(b.vertices), SKINNED_VERTEX)
-    for f in b.vertices.dtype.names:
-        v[f] = b.vertices[f]
-    v["joints"] = rng.integers(0, 3, (len(v), 4))
-    w = rng.random((len(v), 4))
-    v["weights"] = w / w.sum(axis=1, keepdims=True)
-    b.vertices, b.skin = v, 0
-    nodes = [NodeAsset("a", mesh=0), NodeAsset("b", mesh=1, skin=0), NodeAsset("c", mesh=2),
-             NodeAsset("j0", children=[4]), NodeAsset("j1", parent=3, children=[5], translation=[0, 1, 0]),
-             NodeAsset("j2", parent=4, translation=[0, 1, 0])]
-    inv = np.stack([np.eye(4)] * 3)
-    inv[1, 1, 3], inv[2, 1, 3] = -1.0, -2.0
-    skins = [SkinAsset(np.array([3, 4, 5]), inv)]
-    meshes = [MeshAsset("ma", [a]), MeshAsset("mb", [b]), MeshAsset("mc", [c])]
-    return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=[], roots=[0, 1, 2, 3])
 
 
 def weights_of(rt, row, inst):

@@ -173,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="samples per pixel: 1, 2, 4 or 8 (default 4 on a GPU, 1 on a CPU device)")
     p.add_argument("--shadow-size", type=int, metavar="PX",
                    help="shadow map size (default 2048 on a GPU, 512 on a CPU device)")
+    p.add_argument("--crowd", type=int, metavar="N",
+                   help="N instances on a grid, each at its own clip phase (skinned once per frame, culled)")
     p.set_defaults(fn=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy",

@@ -490,6 +490,143 @@ def changed_markdown(rows: list[dict]) -> list[str]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------- per-pass GPU ms
+PASS_COUNTS, PASS_COUNTS_QUICK = (1, 100, 1000, 10000), (1, 100)
+PASS_SIZE = (320, 240)      # small: lavapipe shades every pixel on the CPU; the passes' vertex work is the point
+
+
+def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3) -> list[dict]:
+    """Both skinning paths side by side: per N, one crowd runtime drawn by two SceneRenderers (compute skinning
+    once per frame then plain draws; vertex-shader skinning in each pass), frames interleaved A, B, A, B in one
+    window, every instance changing weights and pose every frame, culling off (every instance drawn). GPU ms per
+    pass from the renderer's timestamps (``pass_timing``); the morph pass runs in A's frame (B's finds it done:
+    both draw the same morph output), so B's morph column is A's. A crowd whose compute-skinning bindings exceed
+    maxStorageBufferRange gets the vertex path only (the row says so)."""
+    from .. import load_scene
+    from .bench import find_model
+
+    path = find_model(MODEL)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    clip = max(scene.animations, key=lambda c: len(c.node_channels)) if scene.animations else None
+    out = []
+    for N in counts:
+        try:
+            out.append(_pass_row(ctx, scene, clip, N, frames))
+        except UsageError as exc:   # too large for this device in one runtime
+            out.append({"instances": N, "skipped": str(exc)})
+    return out
+
+
+def _pass_row(ctx, scene, clip, N: int, frames: int) -> dict:
+    from ..render.crowd_render import RENDER_PASSES
+    from ..render.morph_pass import MorphRuntime
+    from ..render.offscreen import OffscreenRenderer
+    from ..render.skin_cost import choose_path, skinning_cost
+    from .crowd_driver import grid_transforms
+
+    w, h = PASS_SIZE
+    rt = MorphRuntime(ctx, scene, instances=N)
+    offs: dict[str, OffscreenRenderer] = {}
+    row: dict = {"instances": N, "frames": frames}
+    try:
+        for p in ("compute", "vertex"):
+            try:
+                offs[p] = OffscreenRenderer(ctx, scene, w, h, samples=1, shadow_size=512, runtime=rt, skinning=p,
+                                            cull=False, pass_timing=True, ground=False)
+            except UsageError as exc:
+                row[f"{p}_skipped"] = str(exc)
+        crowd = rt.crowd
+        lo, hi = next(iter(offs.values())).renderer.scene_bounds()      # every instance at the origin
+        crowd.set_transforms(grid_transforms(N, float(max(hi[0] - lo[0], hi[2] - lo[2]))))
+        for o in offs.values():
+            o.renderer.frame_camera()
+        rng = np.random.default_rng(N)
+        duration = clip.duration if clip else 1.0
+        phase, base_w = rng.random(N) * duration, rng.random(crowd.weights.shape)
+        lo, hi = rt.pose.weight_range
+        samples: dict[str, list[float]] = {}
+        for f in range(frames + 1):        # the first frame (build-time uploads, first use) is dropped
+            crowd.play(clip, (phase + f / 30.0) % duration)
+            crowd.set_all_weights(lo + (hi - lo) * base_w * (0.5 + 0.5 * np.sin(0.3 * f + 6.0 * base_w)))
+            for p, o in offs.items():
+                c0, w0 = time.thread_time(), time.perf_counter()
+                o.renderer.update(0, w / h, w, h)   # no readback; a 10,000 frame outlasts render()'s 60 s wait
+                ctx.submit_and_wait(lambda cb, o=o: o.renderer.record(cb, 0, o.targets.framebuffers[0], w, h),
+                                    timeout_s=1800.0)
+                cpu, wall = 1e3 * (time.thread_time() - c0), 1e3 * (time.perf_counter() - w0)
+                ms = o.renderer.pass_ms(0)
+                if f:
+                    for k, v in ms.items():
+                        samples.setdefault(f"{p}_{k}_ms", []).append(v)
+                    samples.setdefault(f"{p}_frame_cpu_ms", []).append(cpu)
+                    samples.setdefault(f"{p}_frame_wall_ms", []).append(wall)
+        for k, v in samples.items():
+            row[k] = float(np.median(v))
+        if "compute_morph_ms" in row and "vertex_morph_ms" in row:
+            row["vertex_morph_ms"] = row["compute_morph_ms"]    # the same morph output for both (docstring)
+        skinned = [i for i in rt.instances if i.prim.is_skinned]
+        stride = skinned[0].prim.vertices.dtype.itemsize if skinned else 0
+        row["model_choice"] = choose_path(stride, RENDER_PASSES) if skinned else None
+        row["model_bytes"] = skinning_cost(stride, RENDER_PASSES) if skinned else None
+        for p in offs:
+            row[f"{p}_deform_draw_ms"] = sum(row.get(f"{p}_{k}_ms", 0.0) for k in ("skin", "shadow", "forward"))
+        if "compute_deform_draw_ms" in row and "vertex_deform_draw_ms" in row and row["compute_deform_draw_ms"]:
+            row["vertex_over_compute"] = row["vertex_deform_draw_ms"] / row["compute_deform_draw_ms"]
+        return row
+    finally:
+        ctx.wait_idle()          # nothing is destroyed while a frame may still run (an exception above)
+        for o in offs.values():
+            o.destroy()
+        rt.destroy()
+        ctx.wait_idle()
+
+
+def pass_line(r: dict) -> str:
+    if "skipped" in r:
+        return f"crowd passes {r['instances']:>6,}: skipped ({r['skipped']})"
+    parts = []
+    for p in ("compute", "vertex"):
+        if f"{p}_forward_ms" in r:
+            parts.append(f"{p}: morph {r[f'{p}_morph_ms']:.2f} skin {r[f'{p}_skin_ms']:.2f} shadow "
+                         f"{r[f'{p}_shadow_ms']:.2f} forward {r[f'{p}_forward_ms']:.2f} ms GPU "
+                         f"(frame {r[f'{p}_frame_cpu_ms']:.1f} ms CPU, {r[f'{p}_frame_wall_ms']:.1f} wall)")
+        else:
+            parts.append(f"{p}: skipped ({r.get(f'{p}_skipped', '')})")
+    ratio = f"; vertex / compute (skin + shadow + forward) {r['vertex_over_compute']:.2f}" \
+        if "vertex_over_compute" in r else ""
+    return f"crowd passes {r['instances']:>6,}: " + "; ".join(parts) + ratio + f"; model picks {r['model_choice']}"
+
+
+def pass_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    out = ["", f"GPU ms per pass, both skinning paths in the same window ({MODEL} x N, one runtime drawn by two "
+           f"renderers, frames interleaved, every instance changing every frame, culling off, "
+           f"{PASS_SIZE[0]}x{PASS_SIZE[1]} no MSAA, shadow map 512; median of {rows[0].get('frames', 0)} frames; "
+           "the morph pass is the same for both; frame CPU = thread time of update + record + submit + wait, "
+           "wall beside it):", "",
+           "| instances | path | morph ms | skinning ms | shadow ms | forward ms | skin+shadow+forward ms | "
+           "frame CPU ms (wall) | vertex / compute | model picks (bytes per vertex: compute, vertex) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "skipped" in r:
+            out.append(f"| {r['instances']:,} | skipped: {r['skipped']} | | | | | | | | |")
+            continue
+        for p in ("compute", "vertex"):
+            if f"{p}_forward_ms" not in r:
+                out.append(f"| {r['instances']:,} | {p}: skipped ({r.get(f'{p}_skipped', '')}) | | | | | | | | |")
+                continue
+            ratio = f"{r['vertex_over_compute']:.2f}" if p == "vertex" and "vertex_over_compute" in r else ""
+            mb = r.get("model_bytes") or {}
+            pick = f"{r['model_choice']} ({mb.get('compute')}, {mb.get('vertex')})" if p == "compute" else ""
+            out.append(f"| {r['instances']:,} | {p} | {r[f'{p}_morph_ms']:.2f} | {r[f'{p}_skin_ms']:.2f} | "
+                       f"{r[f'{p}_shadow_ms']:.2f} | {r[f'{p}_forward_ms']:.2f} | {r[f'{p}_deform_draw_ms']:.2f} | "
+                       f"{r[f'{p}_frame_cpu_ms']:.1f} ({r[f'{p}_frame_wall_ms']:.1f}) | {ratio} | {pick} |")
+    return out
+
+
 def main(argv=None) -> int:
     from ..gpu.context import Context
     from .bench import WindowTimer, driver_string
@@ -503,14 +640,26 @@ def main(argv=None) -> int:
     ap.add_argument("--heads", type=int, nargs="*", help="only Dawn-like heads as a crowd, at these counts")
     ap.add_argument("--gpu-scaling", type=int, nargs="*",
                     help="only the GPU-animation k-of-N rows: N then the k values (default 10000 0 1 100 1000 10000)")
+    ap.add_argument("--passes", action="store_true",
+                    help="only GPU ms per pass of both skinning paths side by side (pass_rows)")
+    ap.add_argument("--counts", help="with --passes: instance counts, comma-separated (default 1,100,1000,10000)")
+    ap.add_argument("--note", help="a line for the markdown (e.g. the host's load)")
     args = ap.parse_args(argv)
     ctx = Context.create(echo_messages=True)
     try:
         timer = WindowTimer(ctx)
         report = {"device": ctx.info.name, "driver": driver_string(ctx), "date": time.strftime("%Y-%m-%d %H:%M"),
                   "crowd": []}
+        if args.passes:
+            report["passes"] = []
+            counts = [int(x) for x in args.counts.split(",")] if args.counts else (
+                PASS_COUNTS_QUICK if args.quick else PASS_COUNTS)
+            for N in counts:
+                report["passes"] += pass_rows(ctx, (N,))
+                print(pass_line(report["passes"][-1]), flush=True)
+                _write(report, args)      # after every row: a later size that crashes the driver keeps these
         report["gpu_anim"] = []
-        special = args.heads is not None or args.gpu_scaling is not None   # only those rows this run
+        special = args.heads is not None or args.gpu_scaling is not None or args.passes  # only those rows
         if args.gpu_scaling is not None:
             n_k = args.gpu_scaling or [10000, 0, 1, 100, 1000, 10000]
             report["gpu_scaling"] = gpu_anim_scaling(ctx, timer, n_k[0], tuple(n_k[1:]))
@@ -542,18 +691,25 @@ def main(argv=None) -> int:
         timer.destroy()
     finally:
         ctx.destroy()
+    _write(report, args)
+    return 0
+
+
+def _write(report: dict, args) -> None:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
     if args.markdown:
         with open(args.markdown, "w") as fh:
             fh.write("\n".join([f"# vkmorph crowd bench, {report['date']}, {report['device']} "
-                                f"(driver {report['driver']})", ""] + crowd_markdown(report["crowd"])
+                                f"(driver {report['driver']})", ""]
+                               + ([args.note, ""] if getattr(args, "note", None) else [])
+                               + crowd_markdown(report["crowd"])
                                + changed_markdown(report.get("changed_scaling", []))
                                + gpu_anim_markdown(report.get("gpu_anim", []))
                                + heads_markdown(report.get("heads", []))
-                               + gpu_scaling_markdown(report.get("gpu_scaling", []))) + "\n")
-    return 0
+                               + gpu_scaling_markdown(report.get("gpu_scaling", []))
+                               + pass_markdown(report.get("passes", []))) + "\n")
 
 
 if __name__ == "__main__":

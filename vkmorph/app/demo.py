@@ -82,6 +82,12 @@ def check_demo_args(scene, args) -> None:
         raise UsageError(f"--shadow-size must be within 64..8192, got {shadow}")
     if getattr(args, "clip", None) is not None:
         scene.clip(args.clip)          # an unknown clip lists the file's
+    crowd = getattr(args, "crowd", None)
+    if crowd is not None:
+        from .crowd_driver import MAX_CROWD
+
+        if not 1 <= crowd <= MAX_CROWD:
+            raise UsageError(f"--crowd must be within 1..{MAX_CROWD}, got {crowd}")
 
 
 def start_clip(driver, scene, args) -> None:
@@ -109,7 +115,6 @@ def run_demo(args) -> int:
 def run_headless(scene, args) -> int:
     from ..gpu.context import Context
     from ..render.offscreen import OffscreenRenderer, write_png_atomic
-    from .driver import SceneDriver
 
     frames = args.frames or 4
     out_dir = Path(args.out_dir)
@@ -118,11 +123,12 @@ def run_headless(scene, args) -> int:
     try:
         q = quality(args, ctx.info.device_type)
         w, h = parse_window_size(args.size) if getattr(args, "size", None) else (640, 480)
+        crowd = getattr(args, "crowd", None)
         off = OffscreenRenderer(ctx, scene, w, h, samples=msaa_samples(ctx, q["samples"]),
-                                shadow_size=q["shadow_size"])
+                                shadow_size=q["shadow_size"], **crowd_options(crowd))
         r = off.renderer
         print_warnings(r)
-        driver = SceneDriver(scene, r.runtime.pose, r.skeleton, sine=args.file is None)
+        driver = make_driver(scene, r, args)
         start_clip(driver, scene, args)
         r.frame_camera()   # camera and ground fitted to the pose the driver shows at t = 0
         last = None
@@ -133,6 +139,8 @@ def run_headless(scene, args) -> int:
             path = out_dir / f"frame_{f:03d}.png"
             write_png_atomic(path, last)
             print(f"frame {f}: t={driver.time:.2f}s dispatched {c.dispatched} skipped {c.skipped} -> {path}")
+            for line in crowd_lines(r):
+                print(f"  {line}")
         if args.screenshot and last is not None:
             write_png_atomic(args.screenshot, last)
             print(f"screenshot: {args.screenshot}")
@@ -140,6 +148,40 @@ def run_headless(scene, args) -> int:
     finally:
         ctx.destroy()
     return 3 if ctx.errors_and_warnings() else 0
+
+
+def crowd_options(crowd: int | None) -> dict:
+    """SceneRenderer options of ``--crowd N`` (none without it): N instances, per-pass GPU timestamps."""
+    return {} if crowd is None else {"instances": crowd, "pass_timing": True}
+
+
+def make_driver(scene, renderer, args):
+    """What moves the scene: ``SceneDriver`` (one instance), or with ``--crowd`` a ``CrowdDriver`` laying the
+    instances out on a grid (pitch from one instance's footprint at rest), each at its own phase."""
+    from .driver import SceneDriver
+
+    if renderer.crowd_frame is None:
+        return SceneDriver(scene, renderer.runtime.pose, renderer.skeleton, sine=args.file is None)
+    from .crowd_driver import CrowdDriver
+
+    lo, hi = renderer.scene_bounds()           # every instance still at the origin
+    return CrowdDriver(scene, renderer.runtime.crowd, float(max(hi[0] - lo[0], hi[2] - lo[2])),
+                       sine=args.file is None)
+
+
+def crowd_stats(renderer, slot: int = 0) -> dict | None:
+    """The panel's crowd figures (app/panel.crowd_stat_lines): counts, path per object, GPU ms per pass."""
+    cf = renderer.crowd_frame
+    if cf is None:
+        return None
+    return {"instances": cf.crowd.count, "visible": int(cf.visible.sum()), "paths": cf.describe(renderer.scene),
+            "pass_ms": renderer.pass_ms(slot)}
+
+
+def crowd_lines(renderer) -> list[str]:
+    from .panel import crowd_stat_lines
+
+    return crowd_stat_lines(crowd_stats(renderer))
 
 
 def print_warnings(renderer) -> None:
@@ -217,14 +259,12 @@ class DemoWindow:
             # the forward pass renders straight into the swapchain images, in their format
             self.renderer = SceneRenderer(ctx, self.scene, self.presenter.format, vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
                                           frames_in_flight=FRAMES_IN_FLIGHT, samples=msaa_samples(ctx, q["samples"]),
-                                          shadow_size=q["shadow_size"])
+                                          shadow_size=q["shadow_size"],
+                                          **crowd_options(getattr(self.args, "crowd", None)))
             self.stats["quality"] = f"MSAA {self.renderer.samples}x, shadow {q['shadow_size']}"
             print(f"vkmorph demo: {ctx.info.name}: MSAA {self.renderer.samples}x, shadow map {q['shadow_size']} "
                   f"(--msaa, --shadow-size, --size change them)", flush=True)
-            from .driver import SceneDriver
-
-            self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
-                                      sine=self.default_scene)
+            self.driver = make_driver(self.scene, self.renderer, self.args)
             start_clip(self.driver, self.scene, self.args)
             print_warnings(self.renderer)
             self._frame_camera_beside_panel()   # camera and ground fitted to the pose shown at t = 0
@@ -477,6 +517,8 @@ class DemoWindow:
         frame = pr.begin_frame()
         if frame is None:
             return None
+        if r.crowd_frame is not None:    # the slot's fence was waited for: its last frame's pass times are in
+            self.stats["crowd"] = crowd_stats(r, frame.slot)
         r.update(frame.slot, frame.width / frame.height, frame.width, frame.height)
         counters = r.record(frame.cb, frame.slot, frame.framebuffer, frame.width, frame.height,
                             after_morph=lambda c: pr.timestamps.write(c, 1, frame.slot, COMPUTE))

@@ -158,6 +158,8 @@ class DemoPanel:
         imgui.text(f"{s.get('fps', 0):.1f} FPS   {s.get('quality', '')}")
         imgui.text(f"GPU: morph {s.get('morph_ms', 0):.3f} ms, frame {s.get('frame_ms', 0):.2f} ms")
         imgui.text(f"morph dispatched {s.get('dispatched', 0)}, skipped {s.get('skipped', 0)}")
+        for line in crowd_stat_lines(s.get("crowd")):
+            imgui.text(line)
 
     def _clips(self) -> None:
         imgui, d = self.imgui, self.driver
@@ -225,3 +227,19 @@ class DemoPanel:
     def destroy(self) -> None:
         self.renderer.destroy()
         self.imgui.destroy_context(self.context)
+
+
+def crowd_stat_lines(crowd: dict | None) -> list[str]:
+    """The panel's crowd rows (``vkmorph demo --crowd N``; the headless demo prints the same): instance and
+    visible counts, the skinning path per object (compute: skinned once per frame, then plain draws; vertex:
+    skinned in each pass's vertex shader; rigid: no skin), GPU ms per pass."""
+    if not crowd:
+        return []
+    lines = [f"crowd: {crowd['instances']} instances, {crowd['visible']} visible"]
+    lines += [f"  {name}: {path}" for name, path in crowd.get("paths", [])]
+    ms = crowd.get("pass_ms")
+    if ms:     # two rows: the panel is narrow
+        items = [f"{k} {v:.2f}" for k, v in ms.items()]
+        lines += ["GPU ms: " + ", ".join(items[:2]), "        " + ", ".join(items[2:])]
+    return lines
+

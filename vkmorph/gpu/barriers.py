@@ -142,6 +142,16 @@ PREVIOUS_FRAME_TO_ANIM = _b(
     S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT,
     S.VK_ACCESS_SHADER_WRITE_BIT,
     S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT)
+MORPH_AND_DRAWS_TO_SKIN = _b(
+    # crowd compute skinning (render/crowd_skin.py): the morph output written this frame is read (RAW), and the
+    # skinned-vertex buffer the earlier draws of this slot read as vertex input is rewritten (WAR) -- even on a
+    # frame whose morph pass recorded nothing (a pose-only change), so the skinning carries its own guard
+    "morph write + previous draws -> crowd skinning",
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_VERTEX_INPUT_BIT
+    | S.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT | S.VK_ACCESS_SHADER_WRITE_BIT,
+    src_access2=S.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+    dst_access2=S.VK_ACCESS_2_SHADER_STORAGE_READ_BIT | S.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT)
 REPLICATE_COPIES = _b(
     # a buffer filled by doubling copies (crowd outputs: instance 0's vertices copied to 1, then 0-1 to 2-3, ...):
     # each copy reads what the copies before it wrote (RAW) next to regions they are still writing (no overlap)

@@ -243,12 +243,12 @@ SKIN_CAPTURE_PUSH = np.dtype([(n, "<u4") for n in ("vertex_count", "stride_words
 CROWD_SKIN_PUSH = np.dtype([(n, "<u4") for n in (
     "vertex_count", "stride_words", "position_offset", "normal_offset", "tangent_offset", "texcoord_offset",
     "joints_offset", "weights_offset", "src_first_word", "src_instance_words", "palette_first", "palette_instance",
-    "dst_first_vec4", "dst_instance_vec4", "first_instance")])
+    "dst_first_vec4", "dst_instance_vec4", "first_instance", "motion", "prev_first_vec4")])
 COPY_PUSH = np.dtype([("count", "<u4"), ("xor_mask", "<u4")])
 FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
                       ("camera_pos", "<f4", 4), ("sky", "<f4", 4), ("ground", "<f4", 4), ("viewport", "<f4", 4),
                       ("outline_color", "<f4", 4)])
-ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4")])
+ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4"), ("instance_matrices", "<i4")])
 MATERIAL_UBO = np.dtype([("base_color", "<f4", 4), ("emissive", "<f4", 4), ("params", "<f4", 4),
                          ("modes", "<i4", 4), ("uv_xform0", "<f4", 16), ("uv_xform1", "<f4", 16),
                          ("uv_xform2", "<f4", 16)])
@@ -328,12 +328,21 @@ CROWD_SKIN = ShaderInterface(
     bindings=(Binding("vertices", 0, STORAGE, (COMPUTE,), "uint", "readonly", member="words", instance="src"),
               Binding("palettes", 1, STORAGE, (COMPUTE,), "mat4", "readonly", member="joints", instance="palette"),
               Binding("output", 2, STORAGE, (COMPUTE,), "vec4", "writeonly", member="values", block="Out",
-                      instance="dst")),
+                      instance="dst"),
+              # motion vectors (CrowdSkinning(motion_vectors=True)): the skinned vertices the previous frame drew
+              # (the previous slot's output; this slot's own with one slot, read before it is rewritten), the
+              # previous positions written here, and per instance where they come from (1: last, 0: current)
+              Binding("last", 3, STORAGE, (COMPUTE,), "vec4", "readonly", member="values", block="Last",
+                      instance="last"),
+              Binding("previous", 4, STORAGE, (COMPUTE,), "vec4", "writeonly", member="values", block="Previous",
+                      instance="prev"),
+              Binding("history", 5, STORAGE, (COMPUTE,), "uint", "readonly", member="fromLast", block="History")),
     push=PushConstants(Struct("Push", CROWD_SKIN_PUSH, notes=(
         ("stride_words", "source vertex stride and attribute offsets in 32-bit words"),
         ("src_instance_words", "words between instances' source vertices (0: shared by every instance)"),
         ("palette_instance", "mat4s between instances' palettes"),
-        ("dst_instance_vec4", "vec4s between instances' outputs (3 per vertex: the STATIC_VERTEX layout)"))),
+        ("dst_instance_vec4", "vec4s between instances' outputs (3 per vertex: the STATIC_VERTEX layout)"),
+        ("motion", "1: write previous positions (vec4 per vertex at prev_first_vec4 + instance x vertex_count)"))),
         (COMPUTE,)),
     local_size=64)
 
@@ -406,8 +415,8 @@ SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows wit
 _VF = (VERTEX, FRAGMENT)
 _F = (FRAGMENT,)
 SCENE = ShaderInterface(
-    "scene", ("skin.vert", "static.vert", "forward.frag", "ground.frag", "outline.frag",
-              "shadow_mask.frag"),
+    "scene", ("skin.vert", "static.vert", "crowd_skin.vert", "crowd_static.vert", "forward.frag", "ground.frag",
+              "outline.frag", "shadow_mask.frag"),
     "graphics pipelines: set 0 per frame (shadow map, frame constants), set 1 per item (skinning palette), "
     "set 2 per material",
     bindings=(Binding("shadow_map", 0, SAMPLER, _F, "sampler2DShadow"),
@@ -438,16 +447,21 @@ SCENE = ShaderInterface(
     push=PushConstants(Struct("Item", ITEM_PUSH, "ITEM_PUSH", notes=(
         ("model", "node world matrix"),
         ("pass", "PASS_FORWARD, PASS_SHADOW (light's view) or PASS_OUTLINE (grown along the normal)"),
-        ("heat_joint", ">= 0: show the weight of this joint as a heat map"))), _VF, instance="item"),
+        ("heat_joint", ">= 0: show the weight of this joint as a heat map"),
+        ("instance_matrices", "crowd_*.vert: mat4s per instance in set 1's buffer (instance i's first is "
+                              "i x this; 0: every instance reads matrix 0)"))), _VF, instance="item"),
     constants=(("float", "SHADOW_BIAS", SHADOW_BIAS), ("int", "PASS_FORWARD", 0), ("int", "PASS_SHADOW", 1),
                ("int", "PASS_OUTLINE", 2), ("int", "ALPHA_OPAQUE", 0), ("int", "ALPHA_MASK", 1),
                ("int", "ALPHA_BLEND", 2)))
 
-STATIC_INPUT = ShaderInterface("static_vertex", ("static.vert",), "vertex inputs of unskinned items",
+STATIC_INPUT = ShaderInterface("static_vertex", ("static.vert", "crowd_static.vert"),
+                               "vertex inputs of unskinned items",
                                vertex=STATIC_VERTEX)
-SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert",), "vertex inputs of skinned items",
+SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert", "crowd_skin.vert"),
+                                "vertex inputs of skinned items",
                                 vertex=SKINNED_VERTEX)
-EXTRA_INPUT = ShaderInterface("extra_vertex", ("skin.vert", "static.vert"),
+EXTRA_INPUT = ShaderInterface("extra_vertex", ("skin.vert", "static.vert", "crowd_skin.vert",
+                                               "crowd_static.vert"),
                               "vertex binding 1 of every graphics pipeline (COLOR_0, TEXCOORD_1; not morphed)",
                               vertex=EXTRA_VERTEX, vertex_location=EXTRA_VERTEX_LOCATION)
 
@@ -495,8 +509,8 @@ class StageLink:
 
 
 SCENE_VARYINGS = StageLink(
-    "scene_varyings", ("skin.vert", "static.vert"), ("forward.frag", "ground.frag", "outline.frag",
-                                                     "shadow_mask.frag"), (
+    "scene_varyings", ("skin.vert", "static.vert", "crowd_skin.vert", "crowd_static.vert"), (
+        "forward.frag", "ground.frag", "outline.frag", "shadow_mask.frag"), (
         Varying(0, "world", "vec3", "world-space position"),
         Varying(1, "normal", "vec3", "world-space normal (not normalized)"),
         Varying(2, "tangent", "vec4", "xyz: world-space tangent, w: handedness"),

@@ -15,13 +15,23 @@ Per frame (``record(cb, slot)``, after ``rt.record(cb, slot=slot, consumer="comp
 buffer): instances whose weights or pose moved since this slot was skinned get their palettes written into
 this slot's host-visible palette buffer (the host must have waited for the frame that last used this slot:
 the frames-in-flight rule) and are dispatched, one dispatch per primitive and run of consecutive instances,
-between ``COMPUTE_TO_COMPUTE`` (the morph output written, read here) and ``COMPUTE_TO_VERTEX`` (read as vertex
-input by the draws). Unchanged instances cost nothing.
+between ``MORPH_AND_DRAWS_TO_SKIN`` (the morph output written, read here; the earlier draws of this slot's skinned
+vertices done before they are rewritten, even on a frame whose morph pass recorded nothing) and
+``COMPUTE_TO_VERTEX`` (read as vertex input by the draws). Unchanged instances cost nothing. Each primitive's
+range starts 256-byte aligned and is bound as its own descriptor range, so its dispatches touch no other's.
+
+``visible=`` (render/crowd_cull.py): moved instances that are culled are not skinned and stay pending.
+``motion_vectors=True``: the same dispatch also writes each instance's previous world positions (docs/embedding.md,
+"Motion vectors": the previous frame's skinned vertex, read from the previous slot's output, or the current one
+when there is no previous frame or no motion); an instance that moved in the last frame but not in this one is
+dispatched once more so that its previous positions catch up.
 
 With ``animation=`` (a ``render/crowd_anim.CrowdAnimation``, recorded before this pass with
 ``consumer="compute"``) the palettes are that pass's per-slot buffers: it writes every instance's (on the GPU,
-or by the host for instances posed on the CPU), this pass writes none and also skins the GPU-posed instances on
-every frame the animation dispatched.
+or by the host for instances posed on the CPU), this pass writes none and also skins each GPU-posed instance
+once per animation dispatch of the slot (culled ones stay pending until they are visible again). ``motion_vectors``
+with ``animation=`` is refused (GPU-posed instances move without their versions moving, which the history
+bookkeeping compares).
 """
 
 from __future__ import annotations
@@ -57,31 +67,44 @@ class SkinnedCrowdDraw:
     vertex_input: VertexInput
     index_buffer: object
     index_count: int
+    previous_buffer: object = None   # VkBuffer (motion_vectors=True): this slot's previous world positions
+    previous_offset: int = 0         # bytes: instance 0's, one vec4 (x, y, z, 1) per vertex
+    previous_stride: int = 0         # bytes between instances' previous positions (16 x vertex_count)
 
     def offset_of(self, instance: int) -> int:
         return self.vertex_offset + instance * self.instance_stride
 
+    def previous_offset_of(self, instance: int) -> int:
+        return self.previous_offset + instance * self.previous_stride
+
 
 class CrowdSkinning:
     """Compute skinning of a crowd runtime's skinned primitives (see the module docstring). ``passes``: how
-    many passes draw each primitive (the cost model's input); ``path``: "auto" (the model), or forced."""
+    many passes draw each primitive (the cost model's input); ``path``: "auto" (the model), or forced;
+    ``motion_vectors``: keep each instance's previous-frame world positions (one more vec4 per vertex and slot;
+    docs/embedding.md, "Motion vectors")."""
 
-    def __init__(self, rt, *, passes: int = 2, path: str = "auto", animation=None):
+    def __init__(self, rt, *, passes: int = 2, path: str = "auto", motion_vectors: bool = False,
+                 animation=None):
         if rt.crowd is None:
             raise UsageError("CrowdSkinning needs a crowd runtime: MorphRuntime(..., instances=N)")
         self.rt, self.ctx, self.crowd = rt, rt.ctx, rt.crowd
-        self.passes, self.path_choice = int(passes), path
+        self.passes, self.path_choice, self.motion_vectors = int(passes), path, bool(motion_vectors)
         self.paths = {(inst.node, inst.prim_index): choose_path(inst.prim.vertices.dtype.itemsize, passes, path)
                       for inst in rt.instances if inst.prim.is_skinned}
         self.items = [inst for inst in rt.instances if self.paths.get((inst.node, inst.prim_index)) == "compute"]
         self._owner = Owner(self.ctx, "crowd skinning")
         self._last_serial = 0
+        self.culled = 0            # the last record's moved-but-culled instances (left pending)
         N, slots = self.crowd.count, rt.slots
         # animation: a render/crowd_anim.CrowdAnimation whose per-slot palettes (GPU-sampled, or host-written
-        # for CPU-posed instances) are read instead of this pass's own; its GPU-posed instances are skinned on
-        # every frame it dispatched
+        # for CPU-posed instances) are read instead of this pass's own; per slot and instance, the animation
+        # dispatch whose palettes the instance was last skinned from (-1: none)
+        if animation is not None and self.motion_vectors:
+            raise UsageError("CrowdSkinning: motion_vectors=True with animation= (GPU-posed palettes) is not "
+                             "supported yet; use one or the other")
         self.animation = animation
-        self._anim_applied = [-1] * slots
+        self._anim_seen = np.full((slots, N), -1, np.int64)
         # palettes: one block per distinct skin palette (skins with the same joints share one, as the crowd does)
         self._palette_of: dict[int, int] = {}
         self._blocks: list[tuple[int, int]] = []    # (skin, first mat4 in an instance's palette row)
@@ -101,13 +124,20 @@ class CrowdSkinning:
             self._palette_of = {inst.prim.skin: animation.palette_first(inst.prim.skin) for inst in self.items}
             width = animation.palette_width
         self.palette_width = width
+        # each primitive's outputs start 256-byte aligned (>= minStorageBufferOffsetAlignment) and are bound as
+        # their own range, so one primitive's dispatch never reads or writes (for the validation layer: binds)
+        # another's range: the dispatches of one frame need no barrier between them
         firsts, total = [], 0
         for inst in self.items:
             firsts.append(total)
-            total += N * inst.prim.vertex_count * 3
+            total += -(-N * inst.prim.vertex_count * 3 // 16) * 16
         self._dst_first = firsts
         self._applied = AppliedVersions(np.arange(N), slots)
-        self.pipeline = self.palettes = self.outputs = None
+        # motion vectors: per slot the version whose positions each instance's previous range holds, and the
+        # versions the last recorded frame drew (-1: not drawn: culled, or no frame yet)
+        self._prev_of = np.full((slots, N), -1, np.int64)
+        self._drawn = np.full(N, -1, np.int64)
+        self.pipeline = self.palettes = self.outputs = self.previous = None
         try:
             self._build(total)
         except BaseException:
@@ -134,9 +164,41 @@ class CrowdSkinning:
         self.outputs = [self._owner.own(M.device_buffer(ctx, None, M.STORAGE | M.VERTEX, size=16 * total_vec4,
                                                         name=f"crowd skinned vertices slot {k}"))
                         for k in range(rt.slots)]
+        prev_firsts, prev_total = [], 0
+        for inst in self.items:
+            prev_firsts.append(prev_total)
+            prev_total += -(-N * inst.prim.vertex_count // 16) * 16
+        S = rt.slots
+        if self.motion_vectors:    # previous positions (vec4 per vertex) and per instance where they come from
+            self.previous = [self._owner.own(M.device_buffer(ctx, None, M.STORAGE | M.VERTEX, size=16 * prev_total,
+                                                             name=f"crowd previous positions slot {k}"))
+                             for k in range(S)]
+            self._history = [self._owner.own(M.host_buffer(ctx, max(16, 4 * N), M.STORAGE,
+                                                           name=f"crowd motion history slot {k}")) for k in range(S)]
+            self._history_views = [b.view(np.uint32, N) for b in self._history]
+            last = [self.outputs[(k - 1) % S] for k in range(S)]   # frames use the slots in turn
+        else:                      # unused bindings (pc.motion = 0): small buffers, one read, one written
+            spare_r, spare_w = (self._owner.own(M.device_buffer(ctx, None, M.STORAGE, size=256,
+                                                                name=f"crowd motion (unused, {w})"))
+                                for w in ("read", "written"))
+            self._history = [spare_r] * S
+            last = None
+
+        def out_range(buf, i):
+            n = 16 * (self._dst_first[i + 1] if i + 1 < len(self.items) else total_vec4) - 16 * self._dst_first[i]
+            return (buf, 16 * self._dst_first[i], n)
+
+        def prev_range(k, i):
+            if not self.motion_vectors:
+                return spare_w
+            n = 16 * ((prev_firsts[i + 1] if i + 1 < len(self.items) else prev_total) - prev_firsts[i])
+            return (self.previous[k], 16 * prev_firsts[i], n)
+
         self._sets = [[self.pipeline.make_set({"vertices": inst.vertex_buffer, "palettes": self.palettes[k],
-                                               "output": self.outputs[k]}) for inst in self.items]
-                      for k in range(rt.slots)]
+                                               "output": out_range(self.outputs[k], i),
+                                               "last": out_range(last[k], i) if last else spare_r,
+                                               "previous": prev_range(k, i), "history": self._history[k]})
+                       for i, inst in enumerate(self.items)] for k in range(S)]
         self._push = []
         for k in range(rt.slots):
             rows = np.zeros(len(self.items), CROWD_SKIN_PUSH)
@@ -149,40 +211,68 @@ class CrowdSkinning:
                 r["src_first_word"] = rt._offset(inst, k) // 4
                 r["src_instance_words"] = (rt.batch.instance_stride // 4) if inst.is_morphing else 0
                 r["palette_first"], r["palette_instance"] = self._palette_of[inst.prim.skin], self.palette_width
-                r["dst_first_vec4"], r["dst_instance_vec4"] = self._dst_first[i], inst.prim.vertex_count * 3
+                # relative to the primitive's own bound ranges
+                r["dst_first_vec4"], r["dst_instance_vec4"] = 0, inst.prim.vertex_count * 3
+                r["motion"], r["prev_first_vec4"] = int(self.motion_vectors), 0
             self._push.append(rows)
         inputs = vertex_input_of(STATIC_VERTEX)
         self._draws = [[SkinnedCrowdDraw(node=inst.node, primitive=inst.prim_index,
                                          vertex_buffer=self.outputs[k].handle, vertex_offset=16 * self._dst_first[i],
                                          instance_stride=SKINNED_OUT_BYTES * inst.prim.vertex_count,
                                          vertex_count=inst.prim.vertex_count, vertex_input=inputs,
-                                         index_buffer=inst.index_buffer.handle, index_count=inst.index_count)
+                                         index_buffer=inst.index_buffer.handle, index_count=inst.index_count,
+                                         previous_buffer=self.previous[k].handle if self.previous else None,
+                                         previous_offset=16 * prev_firsts[i],
+                                         previous_stride=16 * inst.prim.vertex_count if self.previous else 0)
                         for i, inst in enumerate(self.items)] for k in range(rt.slots)]
 
     def draws(self, slot: int = 0) -> list[SkinnedCrowdDraw]:
         return list(self._draws[self.rt._slot(slot)]) if self.items else []
 
-    def record(self, cb, slot: int = 0) -> int:
+    def record(self, cb, slot: int = 0, visible: np.ndarray | None = None) -> int:
         """Skin the instances whose weights or pose moved since ``slot`` was skinned (see the module docstring);
-        returns how many instances were skinned (0: nothing recorded, not even a barrier)."""
+        returns how many instances were skinned (0: nothing recorded, not even a barrier). ``visible``: a bool
+        per instance (render/crowd_cull.py); moved instances that are not visible are not skinned and stay
+        pending (versions not consumed), as in ``MorphRuntime.record(visible=)``, which must get the same mask."""
         slot = self.rt._slot(slot)
         crowd, applied = self.crowd, self._applied
+        self.culled = 0
         anim = self.animation
-        animated = anim is not None and anim.dispatches[slot] != self._anim_applied[slot]
-        if not self.items or (not animated and applied.up_to_date(slot, crowd.version)):
+        dispatch = anim.dispatches[slot] if anim is not None else -1
+        # GPU-posed instances not yet skinned from this slot's latest animation dispatch
+        animated = (np.flatnonzero(crowd.gpu_posed & (self._anim_seen[slot] != dispatch))
+                    if anim is not None and dispatch > 0 else np.zeros(0, np.int64))
+        if not self.items or (not len(animated) and not self.motion_vectors
+                              and applied.up_to_date(slot, crowd.version)):
             return 0
         moved = np.maximum(crowd.weight_versions, crowd.skeleton_versions)   # one counter stamps both
         rows, cur = applied.changed(slot, moved)
-        if animated:                             # the animation pass rewrote its GPU-posed instances' palettes
-            rows = np.union1d(rows, np.flatnonzero(crowd.gpu_posed))
-            self._anim_applied[slot] = anim.dispatches[slot]
+        total = crowd.version
+        if self.motion_vectors:
+            # previous wanted: what the last frame drew; not drawn (first frame, culled): the current pose
+            want = np.where(self._drawn >= 0, self._drawn, moved)
+            rows = np.flatnonzero((applied.items[slot] != moved) | (self._prev_of[slot] != want))
+        if len(animated):
+            rows = np.union1d(rows, animated)
+        if visible is not None:
+            seen = np.asarray(visible, bool)[rows]
+            self.culled = int(len(rows) - seen.sum())
+            if self.culled:
+                rows, total = rows[seen], -1
+        if self.motion_vectors:
+            self._drawn = np.where(np.asarray(visible, bool), moved, -1) if visible is not None else moved.copy()
         if len(rows):
-            view = self._palette_views[slot] if anim is None else None
+            if self.motion_vectors:    # 1: previous = the last frame's vertex (it moved since), 0: = current
+                self._history_views[slot][rows] = (want[rows] != moved[rows]).astype(np.uint32)
+                self._prev_of[slot, rows] = want[rows]
+            if anim is not None:
+                self._anim_seen[slot, rows] = dispatch
+            view = self._palette_views[slot]
             sel = slice(None) if len(rows) == crowd.count else rows
-            for skin, first in self._blocks if anim is None else ():  # std430 mat4: the math matrix transposed
+            for skin, first in self._blocks:     # std430 mat4 is column-major; none with animation= (it writes them)
                 pal = crowd.skin_matrices(skin)
                 view[sel, first:first + pal.shape[1]] = pal[sel].transpose(0, 1, 3, 2)
-            barriers.record(cb, barriers.COMPUTE_TO_COMPUTE)     # the morph output written, read below
+            barriers.record(cb, barriers.MORPH_AND_DRAWS_TO_SKIN)   # morph output read, earlier draws' input rewritten
             starts, counts = merged_ranges(np.arange(crowd.count), np.ones(crowd.count, np.int64), rows)
             runs = [(f, min(MAX_GROUPS, s + n - f)) for s, n in zip(starts.tolist(), counts.tolist())
                     for f in range(s, s + n, MAX_GROUPS)]
@@ -196,7 +286,7 @@ class CrowdSkinning:
                     vk.vkCmdDispatch(cb, self.pipeline.groups(inst.prim.vertex_count), n, 1)
             barriers.record(cb, barriers.COMPUTE_TO_VERTEX)      # skinned vertices read as vertex input
             self._last_serial = self.ctx.next_serial()
-        applied.applied(slot, crowd.version, rows, cur)
+        applied.applied(slot, total, rows, cur)
         return len(rows)
 
     def destroy(self) -> None:

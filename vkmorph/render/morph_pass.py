@@ -60,6 +60,7 @@ class FrameCounters:
     barriers: int = 0        # pipeline barriers recorded
     pose_skipped: bool = False
     instances_dispatched: int = 0   # crowds: instances whose weights moved (each morphs all its primitives)
+    instances_culled: int = 0       # crowds: instances whose weights moved but were not visible (left pending)
     uploads: int = 0         # first-use uploads recorded (borrowed contexts)
     serial: int = 0          # the serial of this recording (0: nothing recorded); report it via ctx.completed()
     slot: int = 0
@@ -286,12 +287,15 @@ class MorphRuntime:
         """Set one target by name or index (``rt.set_weight("Head", "MouthOpen", 0.7)``)."""
         return self.set_weights(node, {target: value})
 
-    def record(self, cb, *, slot: int = 0, consumer: str = "vertex", emit_barrier: bool = True) -> FrameCounters:
+    def record(self, cb, *, slot: int = 0, consumer: str = "vertex", emit_barrier: bool = True,
+               visible: np.ndarray | None = None) -> FrameCounters:
         """Record this frame's version-gated morph work into ``cb`` (the host's command buffer: recording,
         outside a render pass, from a compute-capable pool of the context's queue family); returns what was
         recorded. ``slot``: which output copy this frame writes and draws (0..slots-1). ``consumer``: where the
         output goes next ("vertex", "compute", "transfer"), which picks the final barrier; ``emit_barrier=False``
-        leaves that barrier to the host (``counters.final_barrier`` says what it must cover)."""
+        leaves that barrier to the host (``counters.final_barrier`` says what it must cover). ``visible``
+        (crowds): a bool per instance; changed instances that are not visible are neither uploaded nor
+        dispatched and stay pending (their versions are not consumed), so they are morphed when next visible."""
         self._check("record")
         self.ctx.check_command_buffer(cb, "MorphRuntime.record")
         slot = self._slot(slot)
@@ -303,7 +307,7 @@ class MorphRuntime:
             c.barriers += 1
             c.serial = self._last_serial = self.ctx.last_serial
         if self.crowd is not None:
-            return self._record_crowd(cb, c, consumer, emit_barrier)
+            return self._record_crowd(cb, c, consumer, emit_barrier, visible)
         pose, applied = self.pose, self._applied
         if not self.morphing or applied.up_to_date(slot, pose.version):           # level 1: one compare
             c.pose_skipped, c.skipped = True, len(self.morphing)
@@ -334,7 +338,8 @@ class MorphRuntime:
         self.last_counters = c
         return c
 
-    def _record_crowd(self, cb, c: FrameCounters, consumer: str, emit_barrier: bool) -> FrameCounters:
+    def _record_crowd(self, cb, c: FrameCounters, consumer: str, emit_barrier: bool,
+                      visible: np.ndarray | None = None) -> FrameCounters:
         """``record`` for a crowd: level 1 the crowd's version, level 2 one compare over the instances' weight
         versions; only the changed instances are uploaded and dispatched (all their primitives)."""
         crowd, applied, slot = self.crowd, self._applied, c.slot
@@ -344,9 +349,15 @@ class MorphRuntime:
             self.last_counters = c
             return c
         rows, cur = applied.changed(slot, crowd.weight_versions)
+        total = crowd.version
+        if visible is not None:     # culled: left pending, and the slot not up to date (level 1 must look again)
+            seen = np.asarray(visible, bool)[rows]
+            c.instances_culled = int(len(rows) - seen.sum())
+            if c.instances_culled:
+                rows, total = rows[seen], -1
         c.skipped = P * (crowd.count - len(rows))
         if not len(rows):
-            applied.applied(slot, crowd.version)
+            applied.applied(slot, total)
             self.last_counters = c
             return c
         if not c.serial:
@@ -362,7 +373,7 @@ class MorphRuntime:
             c.barriers += barriers.record(cb, c.final_barrier)
             c.final_barrier_recorded = True
         c.dispatched, c.instances_dispatched = P * len(rows), len(rows)
-        applied.applied(slot, crowd.version, rows, cur)    # only now: what was really recorded
+        applied.applied(slot, total, rows, cur)    # only now: what was really recorded
         self.last_counters = c
         return c
 

@@ -56,6 +56,9 @@ GROUND_GAP = 1e-3       # the ground lies this far under the posed model's lowes
 GROUND_CELLS = 40       # the ground quad reaches this many grid cells from its centre (ground.frag fades it out)
 
 
+PASS_NAMES = ("morph", "skin", "shadow", "forward")   # record()'s marks, in order (pass_ms)
+
+
 def _col_major(m: np.ndarray) -> np.ndarray:
     return np.asarray(m, np.float32).T.reshape(-1)
 
@@ -81,11 +84,17 @@ class RenderItem:
     push: list = field(default_factory=list)         # [forward, shadow, outline] ITEM_PUSH arrays
     push_ptr: list = field(default_factory=list)
     palette_sets: list = field(default_factory=list)  # per frame slot
+    vs: str = ""                                     # vertex shader (without .vert): static, skin, crowd_*
+    crowd: object = None                             # crowds: the item's CrowdItem (render/crowd_render.py)
+
+    def __post_init__(self):
+        if not self.vs:
+            self.vs = "skin" if self.skinned else "static"
 
 
 def _forward_key(it: RenderItem) -> tuple:
     """The forward pass's pipeline of an item."""
-    return ("ground",) if it.ground else ("forward", it.skinned, it.cull_back, it.clockwise, it.blend)
+    return ("ground",) if it.ground else ("forward", it.vs, it.cull_back, it.clockwise, it.blend)
 
 
 class RenderExtractor:
@@ -193,11 +202,22 @@ class SceneRenderer:
 
     ``frames_in_flight``: frame slots (host-written buffers and, through the runtime it creates with as many
     output slots, morph outputs per slot). A ``runtime`` passed in must have that many output slots, or one
-    (then every frame morphs into it and waits for the earlier frames' draws, as MorphRuntime.record guards)."""
+    (then every frame morphs into it and waits for the earlier frames' draws, as MorphRuntime.record guards).
+
+    Crowds (``instances=N``, or a ``runtime`` built with ``instances``): every pass draws every visible
+    instance (render/crowd_render.py). ``skinning``: "auto" (per skinned primitive, the byte model of
+    render/skin_cost.py: compute skinning once per frame, then plain draws; or vertex-shader skinning in each
+    pass), "compute" or "vertex"; ``cull``: frustum culling with bounds that follow each instance's pose
+    (culled instances are neither morphed, skinned nor drawn; their changes wait until they are visible);
+    ``motion_vectors``: the compute path keeps each instance's previous-frame positions
+    (``crowd_frame.skin.draws(slot)``, docs/embedding.md). ``pass_timing``: GPU timestamps after each pass,
+    read by ``pass_ms(slot)`` once the slot's frame completed."""
 
     def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int, *,
                  frames_in_flight: int = 1, shadow_size: int = 1024, runtime: MorphRuntime | None = None,
-                 ground: bool = True, samples: int | None = None, mipmaps: bool = True):
+                 ground: bool = True, samples: int | None = None, mipmaps: bool = True,
+                 instances: int | None = None, skinning: str = "auto", cull: bool = True,
+                 motion_vectors: bool = False, pass_timing: bool = False):
         self.ctx, self.scene, self.slots = ctx, scene, frames_in_flight
         self.color_format, self.shadow_size = color_format, shadow_size
         self.samples = msaa_samples(ctx, 4) if samples is None else samples
@@ -209,7 +229,12 @@ class SceneRenderer:
                              f"{frames_in_flight} output slots (or 1), got MorphRuntime(slots={runtime.slots})")
         self._owns_runtime = runtime is None
         self._last_serial = 0           # borrowed contexts: the serial of the last frame recorded (destroy)
-        self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene, slots=frames_in_flight)
+        self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene, slots=frames_in_flight,
+                                                                        instances=instances)
+        self.crowd_frame = None         # crowds: render/crowd_render.CrowdFrame
+        self._crowd_options = {"skinning": skinning, "cull": cull, "motion_vectors": motion_vectors}
+        self._pass_timing = pass_timing
+        self.pass_timestamps = None
         # the runtime's output slot of each frame slot
         self.output_slots = [k if self.runtime.slots > 1 else 0 for k in range(frames_in_flight)]
         self.heat_joint = -1
@@ -276,6 +301,10 @@ class SceneRenderer:
 
     def _build(self, color_final_layout: int, ground: bool, mipmaps: bool) -> None:
         ctx = self.ctx
+        if self._pass_timing:
+            from ..gpu.timestamps import Timestamps
+
+            self.pass_timestamps = self._own(Timestamps(ctx, 1 + len(PASS_NAMES), self.slots))
         g = self._own(G.ObjectGroup(ctx, "scene renderer passes and layouts"))
         self.ground_y: float | None = None     # world y of the ground plane (None: no ground)
         self.grid_cell: float | None = None    # its grid spacing
@@ -309,6 +338,13 @@ class SceneRenderer:
             ground_buffers = (gvb, gib, len(ground_prim.indices), ground_prim)
         self.items = RenderExtractor.extract(self.runtime, ground_buffers, lambda p: material_index[id(p)],
                                              lambda p: extra[id(p)].handle, self.output_slots)
+        if self.runtime.crowd is not None:
+            from .crowd_render import CrowdFrame
+
+            self.crowd_frame = self._own(CrowdFrame(self, [it for it in self.items if not it.ground],
+                                                    **self._crowd_options))
+            self.bounds = self.scene_bounds()
+            self.camera = OrbitCamera.frame(*self.bounds)
         world = self.skeleton.world_matrices()
         for it in self.items:
             m = materials[it.material]
@@ -325,9 +361,9 @@ class SceneRenderer:
         static_in, skinned_in = vertex_input_of(STATIC_INPUT.vertex), vertex_input_of(SKINNED_INPUT.vertex)
         stencil = self.stencil
 
-        def spec(skinned, fs, **kw):
-            vin = skinned_in if skinned else static_in
-            return G.PipelineSpec("skin.vert" if skinned else "static.vert", fs, vin.stride,
+        def spec(vs, fs, **kw):
+            vin = skinned_in if vs in ("skin", "crowd_skin") else static_in
+            return G.PipelineSpec(f"{vs}.vert", fs, vin.stride,
                                   [(loc, fmt, off) for loc, _, fmt, off in vin.attributes],
                                   extra_stride=EXTRA_VERTEX.itemsize, extra_attributes=EXTRA_ATTRIBUTES, **kw)
 
@@ -335,17 +371,17 @@ class SceneRenderer:
         for it in self.items:
             if it.ground:   # blended over the sky by its fade, no depth writes (nothing is drawn under it later)
                 self.pipelines[_forward_key(it)] = G.graphics_pipeline(self.ctx, g, spec(
-                    False, "ground.frag", samples=self.samples, blend=True,
+                    "static", "ground.frag", samples=self.samples, blend=True,
                     stencil=G.STENCIL_WRITE if stencil else G.STENCIL_NONE), self.layout, self.forward_pass)
                 continue
             keys = {_forward_key(it): spec(
-                        it.skinned, "forward.frag", samples=self.samples, cull_back=it.cull_back,
+                        it.vs, "forward.frag", samples=self.samples, cull_back=it.cull_back,
                         clockwise=it.clockwise, blend=it.blend,
                         stencil=G.STENCIL_WRITE if stencil else G.STENCIL_NONE),
-                    ("shadow", it.skinned, it.alpha_tested): spec(
-                        it.skinned, "shadow_mask.frag" if it.alpha_tested else None, depth_bias=True, color=False)}
+                    ("shadow", it.vs, it.alpha_tested): spec(
+                        it.vs, "shadow_mask.frag" if it.alpha_tested else None, depth_bias=True, color=False)}
             if stencil and it.node is not None:
-                keys[("outline", it.skinned)] = spec(it.skinned, "outline.frag", samples=self.samples,
+                keys[("outline", it.vs)] = spec(it.vs, "outline.frag", samples=self.samples,
                                                      depth_test=False, stencil=G.STENCIL_OUTSIDE)
             for key, sp in keys.items():
                 if key not in self.pipelines:
@@ -354,7 +390,7 @@ class SceneRenderer:
 
     def _build_sets(self, g: G.ObjectGroup) -> None:
         ctx = self.ctx
-        n_skinned = sum(1 for it in self.items if it.skinned)
+        n_skinned = sum(1 for it in self.items if it.skinned or (it.crowd is not None and it.crowd.buffers))
         self.pool = G.descriptor_pool(ctx, g, self.slots * (1 + n_skinned) + 1, {
             vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER: self.slots,
             vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER: self.slots,
@@ -380,9 +416,16 @@ class SceneRenderer:
                 arr["pass"] = p
                 arr["heat_joint"] = -1
                 arr["model"] = _col_major(np.eye(4))
+                arr["instance_matrices"] = it.crowd.instance_matrices if it.crowd is not None else 0
                 it.push.append(arr)
                 it.push_ptr.append(M.cffi_pointer(arr))
-            if it.skinned:
+            if it.crowd is not None:     # crowds: the per-slot instance matrices (none: identity, compute-skinned)
+                it.palette_sets = [ident_set] * self.slots
+                for slot, buf in enumerate(it.crowd.buffers or []):
+                    s = G.allocate_set(ctx, self.pool, self.item_layout)
+                    G.write_buffer(ctx, s, palette.binding, descriptor_type(palette), buf.handle)
+                    it.palette_sets[slot] = s
+            elif it.skinned:
                 joints = len(self.scene.skins[it.skin].joints)
                 for slot in range(self.slots):
                     buf = self._own(M.host_buffer(ctx, 64 * joints, M.STORAGE, name="skinning palette"))
@@ -403,6 +446,8 @@ class SceneRenderer:
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World bounds of everything drawn, as posed NOW: the current weights and skeleton pose, through
         ``MorphRuntime.bounds(space="world")`` (conservative and tight; not every target at full weight)."""
+        if self.crowd_frame is not None:
+            return self.crowd_frame.bounds()
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
         for inst in self.runtime.instances:
             b = self.runtime.bounds(inst.node, inst.prim_index, space="world")
@@ -452,6 +497,9 @@ class SceneRenderer:
         f["viewport"] = (*self._viewport, 0.0, 0.0)
         f["outline_color"] = OUTLINE_COLOR
         self.frame_ubos[slot].mapped[:] = f.view(np.uint8)
+        if self.crowd_frame is not None:
+            self._update_crowd(slot, aspect)
+            return
         # the matrices come from the runtime's draw list (the embedding API's; refreshed where the skeleton moved),
         # the items are the runtime's instances in the same order, then the ground
         draws = self.runtime.draws(self.output_slots[slot])
@@ -480,7 +528,17 @@ class SceneRenderer:
 
             self._blend_order.sort(key=distance, reverse=True)
 
-    def record(self, cb, slot: int, framebuffer, width: int, height: int, after_morph=None) -> FrameCounters:
+    def _update_crowd(self, slot: int, aspect: float) -> None:
+        """Crowds: visible mask and per-instance matrices (CrowdFrame.update); the heat-map joint per item."""
+        self.crowd_frame.update(slot, self.camera.view_proj(aspect))
+        if self._heat_applied != self.heat_joint:
+            for it in self.items:
+                it.push[PASS_FORWARD]["heat_joint"] = -1 if it.ground else (
+                    self.heat_joint if it.skinned else (-1 if self.heat_joint < 0 else 10**6))
+            self._heat_applied = self.heat_joint
+
+    def record(self, cb, slot: int, framebuffer, width: int, height: int, after_morph=None,
+               marks=None) -> FrameCounters:
         """The frame: morph -> shadow -> forward (opaque + masked, blended back to front, outline).
 
         1. Morph pass (version-gated; MorphRuntime.record into output slot ``output_slots[slot]``): barriers
@@ -492,16 +550,55 @@ class SceneRenderer:
         3. Forward pass: previous_frame_to_attachment_writes, then the draws; the multisampled colour resolves
            into the target at the end of the subpass; resolved_color_to_transfer_read for a readback.
         The caller then presents or copies the target (offscreen readback).
-        ``after_morph(cb)`` is called between the morph pass and the shadow pass (e.g. a timestamp)."""
+        ``after_morph(cb)`` is called between the morph pass and the shadow pass (e.g. a timestamp).
+
+        Crowds: the morph pass covers the visible instances only, then the compute skinning
+        (``CrowdSkinning.record``: MORPH_AND_DRAWS_TO_SKIN before it, COMPUTE_TO_VERTEX after) of the visible
+        instances that moved, then the passes draw every visible instance. ``marks(cb, name)``, if given, is
+        called after "morph", "skin", "shadow" and "forward" (per-pass GPU timestamps)."""
         self._viewport = (width, height)
-        counters = self.runtime.record(cb, slot=self.output_slots[slot])
+        ts = self.pass_timestamps
+        if ts is not None:
+            from ..gpu.timestamps import BOTTOM, TOP
+
+            ts.reset(cb, slot)
+            ts.write(cb, 0, slot, TOP)
+
+            def mark(cb, name):   # bottom of pipe: everything recorded before it has finished
+                ts.write(cb, 1 + PASS_NAMES.index(name), slot, BOTTOM)
+                if marks is not None:
+                    marks(cb, name)
+        else:
+            mark = marks if marks is not None else (lambda cb, name: None)
+        if self.crowd_frame is not None:
+            counters = self.crowd_frame.record_deform(cb, slot)
+            mark(cb, "morph")
+            self.crowd_frame.record_skinning(cb, slot)
+            if self.crowd_frame.skinned_last and not counters.serial:
+                counters.serial = self.crowd_frame.skin._last_serial
+        else:
+            counters = self.runtime.record(cb, slot=self.output_slots[slot])
+            mark(cb, "morph")
+        mark(cb, "skin")
         if after_morph is not None:
             after_morph(cb)
         self._shadow_pass(cb, slot)
+        mark(cb, "shadow")
         self._forward_pass(cb, slot, framebuffer, width, height)
+        mark(cb, "forward")
         if not self.ctx.owned:   # the draws need a serial the host reports, even when the morph pass skipped
             self._last_serial = counters.serial or self.ctx.next_serial()
         return counters
+
+    def pass_ms(self, slot: int = 0) -> dict[str, float] | None:
+        """GPU milliseconds of each pass of the last frame recorded in ``slot`` (``pass_timing=True``; waits for
+        the results: call it after that frame's fence); None before the first frame or without timestamps."""
+        if self.pass_timestamps is None:
+            return None
+        cum = self.pass_timestamps.read_ms(slot)
+        if cum is None:
+            return None
+        return {name: cum[i] - (cum[i - 1] if i else 0.0) for i, name in enumerate(PASS_NAMES)}
 
     def _shadow_pass(self, cb, slot: int) -> None:
         clear_depth = vk.VkClearValue(depthStencil=vk.VkClearDepthStencilValue(depth=1.0, stencil=0))
@@ -512,7 +609,7 @@ class SceneRenderer:
             clearValueCount=1, pClearValues=[clear_depth]), vk.VK_SUBPASS_CONTENTS_INLINE)
         G.set_viewport(cb, self.shadow_size, self.shadow_size)
         casters = [it for it in self.items if it.node is not None]  # the ground receives shadows, casts none
-        self._draw(cb, slot, casters, PASS_SHADOW, lambda it: ("shadow", it.skinned, it.alpha_tested))
+        self._draw(cb, slot, casters, PASS_SHADOW, lambda it: ("shadow", it.vs, it.alpha_tested))
         vk.vkCmdEndRenderPass(cb)
 
     def _forward_pass(self, cb, slot: int, framebuffer, width: int, height: int) -> None:
@@ -529,7 +626,7 @@ class SceneRenderer:
         self._draw(cb, slot, self._blend_order, PASS_FORWARD, _forward_key)
         outlined = [it for it in self.items if self.selected is not None and it.node == self.selected]
         if outlined and self.stencil:
-            self._draw(cb, slot, outlined, PASS_OUTLINE, lambda it: ("outline", it.skinned))
+            self._draw(cb, slot, outlined, PASS_OUTLINE, lambda it: ("outline", it.vs))
         vk.vkCmdEndRenderPass(cb)
 
     def _draw(self, cb, slot: int, items, p: int, key) -> None:
@@ -555,6 +652,10 @@ class SceneRenderer:
                 vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.layout, 2, 1,
                                            [self.material_table.sets[it.material]], 0, None)
             vk.vkCmdPushConstants(cb, self.layout, stages, 0, ITEM_PUSH.itemsize, it.push_ptr[p])
+            if it.crowd is not None:
+                vk.vkCmdBindIndexBuffer(cb, it.index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
+                self.crowd_frame.draw(cb, it, slot, it.extra_buffer)
+                continue
             vk.vkCmdBindVertexBuffers(cb, 0, 2, [it.vertex_buffer, it.extra_buffer], [it.vertex_offsets[slot], 0])
             vk.vkCmdBindIndexBuffer(cb, it.index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
             vk.vkCmdDrawIndexed(cb, it.index_count, 1, 0, 0, 0)

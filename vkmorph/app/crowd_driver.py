@@ -1,0 +1,110 @@
+"""What moves a crowd in ``vkmorph demo --crowd N``: N instances on a grid on the ground, each at its own phase
+of the same animation (the built-in scene's sine drivers, or the file's clip), vectorized over instances
+(``CrowdState.play`` / ``set_all_weights`` / ``set_local``: no Python work per instance)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..anim.crowd import CrowdState
+from ..asset.model import SceneAsset
+from .driver import SINE_PERIOD
+
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0     # phases spread evenly over the loop, never repeating a neighbour's
+SPACING = 1.6                             # grid pitch in units of one instance's footprint (x, z extent)
+MAX_CROWD = 100_000
+
+
+def grid_transforms(count: int, footprint: float) -> np.ndarray:
+    """(count, 4, 4) translations on a square grid in the x-z plane, centred on the origin."""
+    k = int(math.ceil(math.sqrt(count)))
+    i = np.arange(count)
+    pitch = SPACING * max(footprint, 1e-3)
+    m = np.repeat(np.eye(4)[None], count, 0)
+    m[:, 0, 3] = (i % k - (k - 1) / 2) * pitch
+    m[:, 2, 3] = (i // k - (k - 1) / 2) * pitch
+    return m
+
+
+class CrowdDriver:
+    """Animates every instance of ``crowd``: mode "sine" (the built-in scene's drivers of app/driver.py, each
+    instance shifted by its own phase) or a clip name, sampled at ``time + phase[i]``."""
+
+    def __init__(self, scene: SceneAsset, crowd: CrowdState, footprint: float, *, sine: bool):
+        self.scene, self.crowd = scene, crowd
+        self.modes = (["sine"] if sine else []) + [a.name for a in scene.animations]
+        self.mode = 0
+        self.time = 0.0
+        self.paused = False
+        self.overrides: dict[tuple[int, int], float] = {}     # (node, target) -> weight, for every instance
+        crowd.set_transforms(grid_transforms(crowd.count, footprint))
+        self.phase = (np.arange(crowd.count) * GOLDEN) % 1.0          # fraction of the loop
+        pose = crowd.pose
+        self._weight_nodes = [(pose.slice_of(n), k) for k, n in enumerate(pose.morph_nodes)]
+        self._bones = [k for k, n in enumerate(scene.nodes) if n.name.endswith("Bone1")]
+        self.apply()
+
+    @property
+    def mode_name(self) -> str:
+        return self.modes[self.mode] if self.modes else "static"
+
+    @property
+    def loop_length(self) -> float:
+        name = self.mode_name
+        if name == "sine":
+            return SINE_PERIOD
+        return float(self.scene.clip(name).duration) if name != "static" else 0.0
+
+    def advance(self, dt: float) -> None:
+        if not self.paused:
+            self.time += dt
+            self.apply()
+
+    def step(self, dt: float = 1.0 / 30.0) -> None:
+        self.time += dt
+        self.apply()
+
+    def cycle(self) -> str:
+        if self.modes:
+            self.mode = (self.mode + 1) % len(self.modes)
+            self.time = 0.0
+            self.apply()
+        return self.mode_name
+
+    def set_override(self, node: int, target: int, value: float) -> float:
+        """Hold ``target`` of ``node`` at ``value`` on every instance (the panel's sliders, UP / DOWN)."""
+        lo, hi = self.crowd.pose.weight_range
+        self.overrides[(node, target)] = min(max(value, lo), hi)
+        self.apply()
+        return self.overrides[(node, target)]
+
+    def apply(self) -> None:
+        name, crowd = self.mode_name, self.crowd
+        length = self.loop_length
+        t = self.time + self.phase * length
+        if name == "sine":
+            W = np.array(crowd.weights, np.float64)
+            for sl, k in self._weight_nodes:     # the same drivers as SceneDriver's, per instance time
+                n = sl.stop - sl.start
+                for j, (period, offset) in enumerate(((2.0, 0.25 * k), (3.0, 0.5 + 0.25 * k))[:n]):
+                    W[:, sl.start + j] = 0.5 * (np.sin(2 * np.pi * (t / period + offset)) + 1.0)
+            crowd.set_all_weights(W)
+            if self._bones:
+                R = np.array(crowd.local[1])
+                for k in self._bones:
+                    a = 0.5 * (np.sin(2 * np.pi * (t / 2.5 + 0.3 * k)) + 1.0)
+                    ang = np.radians(-40 + 80 * a) / 2               # z rotation from -40 to 40 degrees
+                    R[:, k] = np.stack([np.zeros_like(ang), np.zeros_like(ang), np.sin(ang), np.cos(ang)], -1)
+                crowd.set_local(rotation=R)
+        elif name != "static":
+            crowd.play(self.scene.clip(name), t % length if length > 0 else t)
+        if self.overrides:
+            W = np.array(crowd.weights, np.float64)
+            for (node, k), v in self.overrides.items():
+                W[:, crowd.pose.slice_of(node).start + k] = v
+            crowd.set_all_weights(W)
+
+
+__all__ = ["CrowdDriver", "grid_transforms", "MAX_CROWD"]

@@ -1,0 +1,123 @@
+"""Frustum culling of a crowd's instances with bounds that follow each instance's pose (no Vulkan, numpy over
+instances).
+
+Per primitive, the weight-aware morph bounds of ``morph/bounds.py`` reduced to the whole primitive: the base
+positions' box plus, per target, the min / max of its position deltas over the primitive, so for the weights w
+of an instance every morphed vertex lies in ``[base_min + sum_t min(w_t dmin_t, w_t dmax_t), base_max + ...]``
+(conservative for any real weights; one (instances, targets, 3) product). That mesh-space box is then taken
+through what moves the instance:
+
+* skinned primitives: a skinned position is a convex blend (weights >= 0, summing to 1, as validation
+  guarantees) of the joint matrices applied to the morphed position, so it lies in the union of the box
+  transformed by each joint the primitive's vertices use (weight > 0): one (instances, joints) box transform;
+* rigid primitives: the box through the node's world matrix (the instance's transform included).
+
+The instance's box is the union over its primitives, cached per instance by its weight and skeleton versions
+(only instances whose versions moved are recomputed). ``visible(view_proj)`` tests every box against the six
+planes of a Vulkan clip volume (x, y in [-w, w], z in [0, w]); a box is culled only when it lies wholly outside
+one plane, so culling is conservative: a drawn-but-invisible instance is possible, a missing visible one is not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..morph.bounds import ClusterBounds
+
+
+class _PrimBounds:
+    """Whole-primitive extents of one primitive instance, from its ``ClusterBounds``."""
+
+    def __init__(self, inst, slot: slice | None):
+        cb = ClusterBounds(inst.prim)
+        self.base_min, self.base_max = cb.base_min.min(axis=0), cb.base_max.max(axis=0)
+        self.dmin, self.dmax = cb.delta_min.min(axis=0), cb.delta_max.max(axis=0)     # (T, 3)
+        self.slot = slot                      # the node's weight slots in a crowd weight row (None: no targets)
+        self.node, self.skinned = inst.node, inst.prim.is_skinned
+        self.skin = inst.prim.skin if self.skinned else None
+        if self.skinned:
+            v = inst.prim.vertices
+            self.joints = np.unique(v["joints"][v["weights"] > 0]).astype(np.int64)
+
+    def mesh_boxes(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, 3) lo, hi of the morphed vertices for ``weights`` (rows, crowd weight slots)."""
+        n = len(weights)
+        if self.slot is None or not self.dmin.shape[0]:
+            return np.broadcast_to(self.base_min, (n, 3)), np.broadcast_to(self.base_max, (n, 3))
+        w = weights[:, self.slot][:, :self.dmin.shape[0]].astype(np.float64)[:, :, None]
+        a, b = w * self.dmin[None], w * self.dmax[None]
+        return self.base_min + np.minimum(a, b).sum(axis=1), self.base_max + np.maximum(a, b).sum(axis=1)
+
+
+def _transform_boxes(lo, hi, m):
+    """Axis-aligned boxes (..., 3) through affine matrices (..., 4, 4), column vectors."""
+    c, h = (lo + hi) / 2, (hi - lo) / 2
+    r = m[..., :3, :3]
+    wc = np.einsum("...ij,...j->...i", r, c) + m[..., :3, 3]
+    wh = np.einsum("...ij,...j->...i", np.abs(r), h)
+    return wc - wh, wc + wh
+
+
+def frustum_planes(view_proj: np.ndarray) -> np.ndarray:
+    """(6, 4) planes (n, d), inside where n . x + d >= 0, of a Vulkan clip volume (depth 0..1)."""
+    m = np.asarray(view_proj, np.float64)
+    r0, r1, r2, r3 = m
+    return np.stack([r3 + r0, r3 - r0, r3 + r1, r3 - r1, r2, r3 - r2])
+
+
+class CrowdCuller:
+    """Posed world bounds of every instance of a crowd runtime and the frustum test over them."""
+
+    def __init__(self, rt):
+        self.rt, self.crowd = rt, rt.crowd
+        self.prims = [_PrimBounds(inst, rt.pose.slice_of(inst.node) if inst.is_morphing else None)
+                      for inst in rt.instances]
+        N = self.crowd.count
+        self._boxes = np.zeros((N, 2, 3))
+        self._applied = np.full(N, -1, np.int64)
+        self.last_visible = np.ones(N, bool)
+
+    def boxes(self) -> np.ndarray:
+        """(instances, 2, 3) world [min, max] of each instance as posed now (read-only view); only instances
+        whose weights or pose moved since the last call are recomputed."""
+        crowd = self.crowd
+        moved = np.maximum(crowd.weight_versions, crowd.skeleton_versions)
+        rows = np.flatnonzero(moved != self._applied)
+        if len(rows):
+            sel = slice(None) if len(rows) == crowd.count else rows
+            weights = crowd.weights[sel]
+            lo = np.full((len(rows), 3), np.inf)
+            hi = np.full((len(rows), 3), -np.inf)
+            world = None
+            for p in self.prims:
+                mlo, mhi = p.mesh_boxes(weights)
+                if p.skinned:
+                    pal = crowd.skin_matrices(p.skin)[sel][:, p.joints].astype(np.float64)   # (rows, J, 4, 4)
+                    wlo, whi = _transform_boxes(mlo[:, None], mhi[:, None], pal)
+                    wlo, whi = wlo.min(axis=1), whi.max(axis=1)
+                else:
+                    if world is None:
+                        world = crowd.world_matrices()
+                    wlo, whi = _transform_boxes(mlo, mhi, world[sel, p.node])
+                lo, hi = np.minimum(lo, wlo), np.maximum(hi, whi)
+            self._boxes[rows, 0], self._boxes[rows, 1] = lo, hi
+            self._applied[rows] = moved[rows]
+        v = self._boxes.view()
+        v.flags.writeable = False
+        return v
+
+    def visible(self, view_proj: np.ndarray) -> np.ndarray:
+        """(instances,) bool: the instance's posed box is not wholly outside any plane of ``view_proj``'s clip
+        volume (conservative)."""
+        b = self.boxes()
+        planes = frustum_planes(view_proj)                  # (6, 4)
+        c, h = (b[:, 0] + b[:, 1]) / 2, (b[:, 1] - b[:, 0]) / 2
+        n = planes[:, :3]
+        dist = c @ n.T + planes[:, 3] + h @ np.abs(n).T     # (instances, 6): the box's most-inside corner
+        self.last_visible = (dist >= 0).all(axis=1)
+        return self.last_visible
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """World (lo, hi) of the whole crowd as posed now."""
+        b = self.boxes()
+        return b[:, 0].min(axis=0), b[:, 1].max(axis=0)

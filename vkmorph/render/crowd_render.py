@@ -1,0 +1,190 @@
+"""A crowd in ``SceneRenderer``: which vertex shader and vertex range each primitive draws with, the per-instance
+matrices the vertex shaders read, culling, and the draw calls (one job: turning a crowd runtime's state into
+draws; the renderer records the passes around them).
+
+Per primitive of the scene, one of three ways (``CrowdItem.mode``), fixed at build:
+
+* ``"compute"``: skinned once per frame by ``CrowdSkinning`` (render/crowd_skin.py; the cost model or the
+  renderer's ``skinning=`` option picks it) into world-space ``STATIC_VERTEX`` vertices; every pass draws them
+  with ``crowd_static.vert`` and matrix 0 of the identity palette (``instance_matrices = 0``); instances are
+  ranges of one buffer: one binding-0 bind and one draw per visible instance.
+* ``"vertex"``: skinned in every pass by ``crowd_skin.vert`` from a per-slot host buffer holding every instance's
+  world-space palette (``instance_matrices = joints``; ``gl_InstanceIndex`` picks the instance's).
+* ``"rigid"``: ``crowd_static.vert`` with one model matrix per instance (``instance_matrices = 1``).
+
+A primitive without targets that is not compute-skinned shares one vertex range between instances: it is drawn
+instanced, one ``vkCmdDrawIndexed`` per run of consecutive visible instances (``firstInstance`` = the run's first).
+A morphing one reads each instance's own range of the morph output: one bind + draw per visible instance
+(``firstInstance = i``, so its matrices are still its own).
+
+Matrices are written per frame slot for the instances whose skeleton version moved since that slot's last write
+(the host waited for the frame that last used the slot: the frames-in-flight rule). Culling
+(render/crowd_cull.py, ``cull=True``) gives the frame's visible mask; it goes to the morph pass and the skinning
+(culled instances' changes stay pending) and to the draws here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import UsageError
+from ..gpu import memory as M
+from ..gpu.vk import vk
+from .crowd_cull import CrowdCuller
+from .crowd_skin import CrowdSkinning
+
+RENDER_PASSES = 2     # shadow + forward draw every crowd primitive (the outline only the selection): the model's input
+
+
+@dataclass
+class CrowdItem:
+    mode: str                          # "compute" | "vertex" | "rigid"
+    shared: bool                       # one vertex range for every instance: instanced draws
+    vertex_buffers: list               # per frame slot
+    offsets: list                      # per frame slot: instance 0's byte offset
+    instance_stride: int               # bytes between instances' vertex ranges (0: shared)
+    vertex_count: int
+    instance_matrices: int             # mat4s per instance in the set-1 buffer (0: identity for every instance)
+    buffers: list | None = None        # per frame slot host buffer (None: the identity palette)
+    views: list | None = None          # (instances, instance_matrices, 4, 4) float32 views of ``buffers``
+    draw: object = None                # the runtime's CrowdDraw of this primitive (matrices, palette)
+
+
+def visible_runs(visible: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """(visible instance indices, [(first, count)] runs of consecutive visible instances)."""
+    idx = np.flatnonzero(visible)
+    if not len(idx):
+        return idx, []
+    cut = np.flatnonzero(np.diff(idx) != 1) + 1
+    starts, ends = idx[np.r_[0, cut]], idx[np.r_[cut - 1, len(idx) - 1]]
+    return idx, [(int(s), int(e - s + 1)) for s, e in zip(starts, ends)]
+
+
+class CrowdFrame:
+    """The crowd side of a ``SceneRenderer`` (see the module docstring). ``skinning``: "auto" (the cost model
+    per primitive), "compute" or "vertex" for every skinned primitive; ``cull``: frustum culling;
+    ``motion_vectors``: previous positions of the compute-skinned primitives (CrowdSkinning)."""
+
+    def __init__(self, renderer, items, *, skinning: str = "auto", cull: bool = True,
+                 motion_vectors: bool = False):
+        rt = renderer.runtime
+        if rt.crowd is None:
+            raise UsageError("CrowdFrame needs a crowd runtime (MorphRuntime(..., instances=N))")
+        self.rt, self.crowd, self.cull = rt, rt.crowd, bool(cull)
+        self.ctx, self.slots, self.output_slots = renderer.ctx, renderer.slots, renderer.output_slots
+        self._buffers: list = []
+        self.skin = CrowdSkinning(rt, passes=RENDER_PASSES, path=skinning, motion_vectors=motion_vectors)
+        try:
+            self.culler = CrowdCuller(rt)
+            self._build(items)
+        except BaseException:
+            self.destroy()
+            raise
+        N = self.crowd.count
+        self.visible = np.ones(N, bool)
+        self.visible_idx, self.runs = visible_runs(self.visible)
+        self._applied = [np.full(N, -1, np.int64) for _ in range(self.slots)]
+        self.skinned_last = 0          # instances compute-skinned by the last record
+
+    def _build(self, items) -> None:
+        rt, N = self.rt, self.crowd.count
+        draws = rt.crowd_draws(0)
+        compute = {(d.node, d.primitive): d for d in self.skin.draws(0)}
+        skin_draws = [self.skin.draws(self.output_slots[k]) for k in range(self.slots)]
+        self.items = []
+        for it, d in zip(items, draws):
+            inst = it.instance
+            key = (inst.node, inst.prim_index)
+            if key in compute:
+                j = list(compute).index(key)
+                c = CrowdItem("compute", False, [sd[j].vertex_buffer for sd in skin_draws],
+                              [sd[j].vertex_offset for sd in skin_draws], compute[key].instance_stride,
+                              inst.prim.vertex_count, 0, draw=d)
+                it.vs = "crowd_static"
+            else:
+                offs = [rt.vertex_buffer_offset(inst.node, inst.prim_index, slot=s) for s in self.output_slots]
+                width = d.joint_palette.shape[1] if inst.prim.is_skinned else 1
+                c = CrowdItem("vertex" if inst.prim.is_skinned else "rigid", d.instance_stride == 0,
+                              [inst.vertex_buffer.handle] * self.slots, offs, d.instance_stride,
+                              inst.prim.vertex_count, width, draw=d)
+                c.buffers = [self._own(M.host_buffer(self.ctx, 64 * N * width, M.STORAGE,
+                                                     name=f"crowd matrices n{inst.node}p{inst.prim_index}"))
+                             for _ in range(self.slots)]
+                c.views = [b.view(np.float32, N * width * 16).reshape(N, width, 4, 4) for b in c.buffers]
+                it.vs = "crowd_skin" if inst.prim.is_skinned else "crowd_static"
+            it.crowd = c
+            self.items.append(c)
+
+    def _own(self, buf):
+        self._buffers.append(buf)
+        return buf
+
+    @property
+    def paths(self) -> dict[tuple[int, int], str]:
+        """(node, primitive) -> "compute" / "vertex" for the skinned primitives (the cost model's or the forced
+        choice), as ``CrowdSkinning.paths``."""
+        return dict(self.skin.paths)
+
+    def describe(self, scene) -> list[tuple[str, str]]:
+        """(object name, "compute" / "vertex" / "rigid") per primitive, for the panel and ``vkmorph info``."""
+        out = []
+        for c, inst in zip(self.items, self.rt.instances):
+            name = scene.nodes[inst.node].name or f"node {inst.node}"
+            out.append((name + (f" p{inst.prim_index}" if inst.prim_index else ""), c.mode))
+        return out
+
+    # ------------------------------------------------------------------ per frame
+    def update(self, slot: int, view_proj: np.ndarray) -> None:
+        """Host side of frame ``slot``: the visible mask (culling with the camera's ``view_proj``) and the
+        matrices of the instances that moved since this slot last wrote them."""
+        self.visible = self.culler.visible(view_proj) if self.cull else np.ones(self.crowd.count, bool)
+        self.visible_idx, self.runs = visible_runs(self.visible)
+        self.rt.crowd_draws(self.output_slots[slot])            # refresh the matrices where instances moved
+        rows = self.crowd.stale_rows(self._applied[slot])
+        if not len(rows):
+            return
+        sel = slice(None) if len(rows) == self.crowd.count else rows
+        for c in self.items:
+            if c.views is None:
+                continue
+            m = c.draw.joint_palette if c.mode == "vertex" else c.draw.world[:, None]
+            c.views[slot][sel] = m[sel].transpose(0, 1, 3, 2)    # std430 mat4: column-major
+        self._applied[slot][rows] = self.crowd.skeleton_versions[rows]
+
+    def record_deform(self, cb, slot: int):
+        """The morph pass (visible instances only) then the compute skinning; returns the morph counters."""
+        vis = self.visible if self.cull else None
+        counters = self.rt.record(cb, slot=self.output_slots[slot], visible=vis)
+        return counters
+
+    def record_skinning(self, cb, slot: int) -> int:
+        self.skinned_last = self.skin.record(cb, self.output_slots[slot], visible=self.visible if self.cull else None)
+        return self.skinned_last
+
+    def draw(self, cb, it, slot: int, extra_buffer) -> None:
+        """The draw calls of one crowd item (pipeline, sets and push constants already bound)."""
+        c, n = it.crowd, it.index_count
+        vb, base = c.vertex_buffers[slot], c.offsets[slot]
+        if c.shared:
+            vk.vkCmdBindVertexBuffers(cb, 0, 2, [vb, extra_buffer], [base, 0])
+            for first, count in self.runs:
+                vk.vkCmdDrawIndexed(cb, n, count, 0, 0, first)
+        else:   # the instance's own range (morph or skinned output), its matrices by firstInstance; not
+            # vertexOffset = i x V, which would offset binding 1 (colour, TEXCOORD_1: shared by instances) too
+            vk.vkCmdBindVertexBuffers(cb, 0, 2, [vb, extra_buffer], [base, 0])
+            stride = c.instance_stride
+            for i in self.visible_idx.tolist():
+                vk.vkCmdBindVertexBuffers(cb, 0, 1, [vb], [base + i * stride])
+                vk.vkCmdDrawIndexed(cb, n, 1, 0, 0, i)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.culler.bounds()
+
+    def destroy(self) -> None:
+        while self._buffers:
+            self._buffers.pop().destroy()
+        if self.skin is not None:
+            self.skin.destroy()
+            self.skin = None
