@@ -4,13 +4,14 @@
 // every instance's world-space palette, item.instanceMatrices mat4s each; gl_InstanceIndex (firstInstance
 // included) picks the instance's, so instances sharing one vertex range are one instanced draw. The skinning
 // code is skin.vert's (skinning.glsl); the palette is world space, so the model matrix is item.model (identity).
+// item.matrixFirst: the skin's block within an instance's matrices (GPU crowd animation's palette rows; else 0).
 #include "scene.glsl"
 #include "skinning.glsl"
 #include "gen/skinned_vertex.glsl"
 #include "vertex_out.glsl"
 
 void main() {
-    uint base = uint(gl_InstanceIndex) * uint(item.instanceMatrices);
+    uint base = uint(gl_InstanceIndex) * uint(item.instanceMatrices) + uint(item.matrixFirst);
     mat4 skin = blendJoints(palette.joints[base + inJoints.x], palette.joints[base + inJoints.y],
                             palette.joints[base + inJoints.z], palette.joints[base + inJoints.w], inWeights);
     vec3 p = inPosition;

@@ -43,4 +43,5 @@ layout(push_constant) uniform Item {
     int pass;               // PASS_FORWARD, PASS_SHADOW (light's view) or PASS_OUTLINE (grown along the normal)
     int heatJoint;          // >= 0: show the weight of this joint as a heat map
     int instanceMatrices;   // crowd_*.vert: mat4s per instance in set 1's buffer (instance i's first is i x this; 0: every instance reads matrix 0)
+    int matrixFirst;        // crowd_*.vert: the item's first mat4 within an instance's matrices (GPU crowd animation: the skin's palette block or the node's model column; else 0)
 } item;

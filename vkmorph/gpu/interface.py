@@ -248,7 +248,8 @@ COPY_PUSH = np.dtype([("count", "<u4"), ("xor_mask", "<u4")])
 FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), ("light_dir", "<f4", 4),
                       ("camera_pos", "<f4", 4), ("sky", "<f4", 4), ("ground", "<f4", 4), ("viewport", "<f4", 4),
                       ("outline_color", "<f4", 4)])
-ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4"), ("instance_matrices", "<i4")])
+ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4"), ("instance_matrices", "<i4"),
+                      ("matrix_first", "<i4")])
 MATERIAL_UBO = np.dtype([("base_color", "<f4", 4), ("emissive", "<f4", 4), ("params", "<f4", 4),
                          ("modes", "<i4", 4), ("uv_xform0", "<f4", 16), ("uv_xform1", "<f4", 16),
                          ("uv_xform2", "<f4", 16)])
@@ -449,7 +450,9 @@ SCENE = ShaderInterface(
         ("pass", "PASS_FORWARD, PASS_SHADOW (light's view) or PASS_OUTLINE (grown along the normal)"),
         ("heat_joint", ">= 0: show the weight of this joint as a heat map"),
         ("instance_matrices", "crowd_*.vert: mat4s per instance in set 1's buffer (instance i's first is "
-                              "i x this; 0: every instance reads matrix 0)"))), _VF, instance="item"),
+                              "i x this; 0: every instance reads matrix 0)"),
+        ("matrix_first", "crowd_*.vert: the item's first mat4 within an instance's matrices (GPU crowd animation: "
+                         "the skin's palette block or the node's model column; else 0)"))), _VF, instance="item"),
     constants=(("float", "SHADOW_BIAS", SHADOW_BIAS), ("int", "PASS_FORWARD", 0), ("int", "PASS_SHADOW", 1),
                ("int", "PASS_OUTLINE", 2), ("int", "ALPHA_OPAQUE", 0), ("int", "ALPHA_MASK", 1),
                ("int", "ALPHA_BLEND", 2)))

@@ -21,6 +21,15 @@ Matrices are written per frame slot for the instances whose skeleton version mov
 (the host waited for the frame that last used the slot: the frames-in-flight rule). Culling
 (render/crowd_cull.py, ``cull=True``) gives the frame's visible mask; it goes to the morph pass and the skinning
 (culled instances' changes stay pending) and to the draws here.
+
+Animated on the GPU (``animation=``: a ``render/crowd_anim.CrowdAnimation``, or "gpu" for one made here over the
+scene's clips): every frame records that pass after the morph pass, before the skinning (its clock is
+``CrowdFrame.time``, the renderer's ``animation_time``), with ``consumer="vertex"`` (``COMPUTE_TO_VERTEX``: the
+vertex shaders read its palettes; compute skinning's own ``MORPH_AND_DRAWS_TO_SKIN`` orders its reads). The
+compute path skins from its palettes (``CrowdSkinning(animation=)``); the vertex-shader and rigid items bind
+``anim.palettes[k]`` itself as set 1 (``instance_matrices = anim.palette_width``, ``matrix_first`` = the skin's
+``palette_first`` or the node's ``model_column``), so nothing is copied and the host writes no matrices for them.
+Culling uses the pose-free clip boxes of ``CrowdCuller(animation=)`` for the GPU-posed instances.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ class CrowdItem:
     instance_stride: int               # bytes between instances' vertex ranges (0: shared)
     vertex_count: int
     instance_matrices: int             # mat4s per instance in the set-1 buffer (0: identity for every instance)
+    matrix_first: int = 0              # the item's first mat4 within an instance's (GPU animation's palette rows)
     buffers: list | None = None        # per frame slot host buffer (None: the identity palette)
     views: list | None = None          # (instances, instance_matrices, 4, 4) float32 views of ``buffers``
     draw: object = None                # the runtime's CrowdDraw of this primitive (matrices, palette)
@@ -68,16 +78,32 @@ class CrowdFrame:
     ``motion_vectors``: previous positions of the compute-skinned primitives (CrowdSkinning)."""
 
     def __init__(self, renderer, items, *, skinning: str = "auto", cull: bool = True,
-                 motion_vectors: bool = False):
+                 motion_vectors: bool = False, animation="cpu", animation_clips: list | None = None):
         rt = renderer.runtime
         if rt.crowd is None:
             raise UsageError("CrowdFrame needs a crowd runtime (MorphRuntime(..., instances=N))")
         self.rt, self.crowd, self.cull = rt, rt.crowd, bool(cull)
         self.ctx, self.slots, self.output_slots = renderer.ctx, renderer.slots, renderer.output_slots
         self._buffers: list = []
-        self.skin = CrowdSkinning(rt, passes=RENDER_PASSES, path=skinning, motion_vectors=motion_vectors)
+        self.skin = self.animation = None
+        self._owns_animation = False
+        self.time = 0.0                # the GPU animation's clock (s)
+        if isinstance(animation, str) and animation not in ("cpu", "gpu"):
+            raise UsageError(f"animation must be 'cpu', 'gpu' or a CrowdAnimation, got {animation!r}")
+        if animation not in ("cpu", "gpu") and getattr(animation, "rt", None) is not rt:
+            raise UsageError("animation= must be a CrowdAnimation of the renderer's runtime")
+        if animation != "cpu" and motion_vectors:
+            raise UsageError("SceneRenderer: motion_vectors=True with animation= (GPU-posed palettes) is not "
+                             "supported yet; use animation='cpu'")
+        if animation == "gpu":
+            from .crowd_anim import CrowdAnimation
+
+            animation, self._owns_animation = CrowdAnimation(rt, clips=animation_clips), True
+        self.animation = None if animation == "cpu" else animation
         try:
-            self.culler = CrowdCuller(rt)
+            self.skin = CrowdSkinning(rt, passes=RENDER_PASSES, path=skinning, motion_vectors=motion_vectors,
+                                      animation=self.animation)
+            self.culler = CrowdCuller(rt, animation=self.animation)
             self._build(items)
         except BaseException:
             self.destroy()
@@ -106,13 +132,19 @@ class CrowdFrame:
             else:
                 offs = [rt.vertex_buffer_offset(inst.node, inst.prim_index, slot=s) for s in self.output_slots]
                 width = d.joint_palette.shape[1] if inst.prim.is_skinned else 1
+                anim = self.animation
                 c = CrowdItem("vertex" if inst.prim.is_skinned else "rigid", d.instance_stride == 0,
                               [inst.vertex_buffer.handle] * self.slots, offs, d.instance_stride,
-                              inst.prim.vertex_count, width, draw=d)
-                c.buffers = [self._own(M.host_buffer(self.ctx, 64 * N * width, M.STORAGE,
-                                                     name=f"crowd matrices n{inst.node}p{inst.prim_index}"))
-                             for _ in range(self.slots)]
-                c.views = [b.view(np.float32, N * width * 16).reshape(N, width, 4, 4) for b in c.buffers]
+                              inst.prim.vertex_count, width if anim is None else anim.palette_width, draw=d)
+                if anim is not None:     # the animation's palette rows, read in place (not owned here)
+                    c.matrix_first = (anim.palette_first(inst.prim.skin) if inst.prim.is_skinned
+                                      else anim.model_column(inst.node))
+                    c.buffers = [anim.palettes[s] for s in self.output_slots]
+                else:
+                    c.buffers = [self._own(M.host_buffer(self.ctx, 64 * N * width, M.STORAGE,
+                                                         name=f"crowd matrices n{inst.node}p{inst.prim_index}"))
+                                 for _ in range(self.slots)]
+                    c.views = [b.view(np.float32, N * width * 16).reshape(N, width, 4, 4) for b in c.buffers]
                 it.vs = "crowd_skin" if inst.prim.is_skinned else "crowd_static"
             it.crowd = c
             self.items.append(c)
@@ -143,7 +175,7 @@ class CrowdFrame:
         self.visible_idx, self.runs = visible_runs(self.visible)
         self.rt.crowd_draws(self.output_slots[slot])            # refresh the matrices where instances moved
         rows = self.crowd.stale_rows(self._applied[slot])
-        if not len(rows):
+        if not len(rows) or self.animation is not None:      # GPU animation: its palette rows are read in place
             return
         sel = slice(None) if len(rows) == self.crowd.count else rows
         for c in self.items:
@@ -157,6 +189,8 @@ class CrowdFrame:
         """The morph pass (visible instances only) then the compute skinning; returns the morph counters."""
         vis = self.visible if self.cull else None
         counters = self.rt.record(cb, slot=self.output_slots[slot], visible=vis)
+        if self.animation is not None:   # palettes read by compute skinning (its own guard) and the vertex shaders
+            self.animation.record(cb, self.output_slots[slot], time=self.time, consumer="vertex")
         return counters
 
     def record_skinning(self, cb, slot: int) -> int:
@@ -188,3 +222,6 @@ class CrowdFrame:
         if self.skin is not None:
             self.skin.destroy()
             self.skin = None
+        if self.animation is not None and self._owns_animation:
+            self.animation.destroy()
+        self.animation = None

@@ -211,13 +211,19 @@ class SceneRenderer:
     (culled instances are neither morphed, skinned nor drawn; their changes wait until they are visible);
     ``motion_vectors``: the compute path keeps each instance's previous-frame positions
     (``crowd_frame.skin.draws(slot)``, docs/embedding.md). ``pass_timing``: GPU timestamps after each pass,
-    read by ``pass_ms(slot)`` once the slot's frame completed."""
+    read by ``pass_ms(slot)`` once the slot's frame completed. ``animation``: "cpu" (the host poses the
+    instances: ``rt.crowd``), "gpu" (a ``CrowdAnimation`` over the scene's clips made here, ``renderer.animation``:
+    ``play`` clips on it, set ``animation_time`` per frame; every frame records it after the morph pass and both
+    skinning paths read its palettes in place) or a ``CrowdAnimation`` of the ``runtime`` passed in (not
+    destroyed here); not with ``motion_vectors`` (one ``UsageError``). ``animation_clips``: the clips the one
+    made here may play (default: the scene's animations)."""
 
     def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int, *,
                  frames_in_flight: int = 1, shadow_size: int = 1024, runtime: MorphRuntime | None = None,
                  ground: bool = True, samples: int | None = None, mipmaps: bool = True,
                  instances: int | None = None, skinning: str = "auto", cull: bool = True,
-                 motion_vectors: bool = False, pass_timing: bool = False):
+                 motion_vectors: bool = False, pass_timing: bool = False, animation="cpu",
+                 animation_clips: list | None = None):
         self.ctx, self.scene, self.slots = ctx, scene, frames_in_flight
         self.color_format, self.shadow_size = color_format, shadow_size
         self.samples = msaa_samples(ctx, 4) if samples is None else samples
@@ -232,7 +238,8 @@ class SceneRenderer:
         self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene, slots=frames_in_flight,
                                                                         instances=instances)
         self.crowd_frame = None         # crowds: render/crowd_render.CrowdFrame
-        self._crowd_options = {"skinning": skinning, "cull": cull, "motion_vectors": motion_vectors}
+        self._crowd_options = {"skinning": skinning, "cull": cull, "motion_vectors": motion_vectors,
+                               "animation": animation, "animation_clips": animation_clips}
         self._pass_timing = pass_timing
         self.pass_timestamps = None
         # the runtime's output slot of each frame slot
@@ -249,6 +256,25 @@ class SceneRenderer:
         except BaseException:
             self.destroy()
             raise
+
+    @property
+    def animation(self):
+        """Crowds animated on the GPU: the ``CrowdAnimation`` every frame records (None: posed on the CPU)."""
+        return self.crowd_frame.animation if self.crowd_frame is not None else None
+
+    @property
+    def animation_time(self) -> float:
+        """The GPU crowd animation's clock (seconds) the next ``record`` samples at (instance i plays its clip
+        at ``phase[i] + speed[i] x animation_time``; ``CrowdAnimation.play``)."""
+        return self.crowd_frame.time if self.crowd_frame is not None else 0.0
+
+    @animation_time.setter
+    def animation_time(self, value: float) -> None:
+        if self.crowd_frame is None:
+            raise UsageError("animation_time is for crowds (SceneRenderer(..., instances=N, animation='gpu'))")
+        if not np.isfinite(value):
+            raise UsageError(f"animation_time must be finite, got {value!r}")
+        self.crowd_frame.time = float(value)
 
     @property
     def skeleton(self) -> Skeleton:
@@ -417,6 +443,7 @@ class SceneRenderer:
                 arr["heat_joint"] = -1
                 arr["model"] = _col_major(np.eye(4))
                 arr["instance_matrices"] = it.crowd.instance_matrices if it.crowd is not None else 0
+                arr["matrix_first"] = it.crowd.matrix_first if it.crowd is not None else 0
                 it.push.append(arr)
                 it.push_ptr.append(M.cffi_pointer(arr))
             if it.crowd is not None:     # crowds: the per-slot instance matrices (none: identity, compute-skinned)
@@ -552,7 +579,8 @@ class SceneRenderer:
         The caller then presents or copies the target (offscreen readback).
         ``after_morph(cb)`` is called between the morph pass and the shadow pass (e.g. a timestamp).
 
-        Crowds: the morph pass covers the visible instances only, then the compute skinning
+        Crowds: the morph pass covers the visible instances only, then (``animation="gpu"``) the crowd animation
+        pass (``PREVIOUS_FRAME_TO_ANIM`` before it, ``COMPUTE_TO_VERTEX`` after), then the compute skinning
         (``CrowdSkinning.record``: MORPH_AND_DRAWS_TO_SKIN before it, COMPUTE_TO_VERTEX after) of the visible
         instances that moved, then the passes draw every visible instance. ``marks(cb, name)``, if given, is
         called after "morph", "skin", "shadow" and "forward" (per-pass GPU timestamps)."""
