@@ -1,7 +1,9 @@
 """``vkmorph demo --crowd N`` headless: the PNG shows several instances of the built-in scene (its saturated
 tubes counted as separate blobs: many more than one instance's three), the panel's crowd lines are printed
-(instances, visible, the skinning path per object, GPU ms per pass), 0 validation messages (exit 0 with
-VKMORPH_VALIDATION=1); a bad --crowd is one line."""
+(instances, visible, animated on the GPU by default, the skinning path per object, GPU ms per pass), 0
+validation messages (exit 0 with VKMORPH_VALIDATION=1); ``--crowd-anim cpu`` poses them on the CPU and shows the
+same frames when framed alike (tests/render/test_crowd_render_gpu_anim.py compares the renders); a bad --crowd is
+one line."""
 
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ def test_headless_crowd_shows_many_instances(tmp_path):
         r = vkmorph("demo", "--headless", "--frames", "2", "--crowd", n, "--size", "320x240",
                     "--out-dir", tmp_path / f"c{n}")
         assert r.returncode == 0, r.stderr
-        assert f"crowd: {n} instances, {n} visible" in r.stdout
+        assert f"crowd: {n} instances, {n} visible, animated on the GPU" in r.stdout
         assert "BlueMesh: " in r.stdout and "PurpleMesh: " in r.stdout and "Red: rigid" in r.stdout
         assert "GPU ms: morph " in r.stdout and ", skin " in r.stdout and "shadow " in r.stdout
         assert " forward " in r.stdout
@@ -56,6 +58,43 @@ def test_headless_crowd_shows_many_instances(tmp_path):
     assert blobs(out[9]) >= 15       # 27 tubes, a few overlapping from this view
 
 
+@pytest.mark.gpu
+def test_headless_crowd_on_the_cpu_path(tmp_path):
+    r = vkmorph("demo", "--headless", "--frames", "2", "--crowd", 4, "--crowd-anim", "cpu", "--size", "160x120",
+                "--out-dir", tmp_path / "cpu")
+    assert r.returncode == 0, r.stderr
+    assert "crowd: 4 instances, 4 visible, animated on the CPU" in r.stdout
+    assert blobs(saturated(tmp_path / "cpu" / "frame_001.png")) >= 6
+
+
+def test_sine_clip_is_the_sine_drivers():
+    """The built-in scene's sine drivers baked into the GPU animation's clip sample (CPU, PoseBatch / play) as
+    the CPU path computes them, within the linear keys' error."""
+    from vkmorph.anim.crowd import CrowdState
+    from vkmorph.app.crowd_driver import CrowdDriver, sine_clip
+    from vkmorph.asset.importer import load_scene
+    from vkmorph.morph.state import SceneMorphPose
+
+    scene = load_scene(None)
+    pose = SceneMorphPose(scene)
+    counts = [pose.slice_of(n).stop - pose.slice_of(n).start for n in pose.morph_nodes]
+    clip = sine_clip(scene, pose.morph_nodes, counts)
+    cpu, baked = CrowdState(scene, 5, pose), CrowdState(scene, 5, pose)
+    d = CrowdDriver(scene, cpu, 1.0, sine=True)
+    baked.set_transforms(np.array(cpu.transforms))       # the driver's grid
+    for t in (0.0, 0.37, 4.2, 17.9):
+        d.time = t
+        d.apply()
+        tt = d.speed * t + d.phase * d.loop_length
+        baked.play(clip, tt % clip.duration)
+        assert np.abs(np.array(baked.weights) - cpu.weights).max() < 2e-3, t
+        for s in range(len(scene.skins)):
+            assert np.abs(baked.skin_matrices(s) - cpu.skin_matrices(s)).max() < 2e-3, t
+
+
 def test_bad_crowd_is_one_line(tmp_path):
     r = vkmorph("demo", "--headless", "--frames", "1", "--crowd", "0", "--out-dir", tmp_path / "f")
     assert_one_line_error(r, "--crowd must be within 1..")
+    r = vkmorph("demo", "--headless", "--frames", "1", "--crowd", "2", "--crowd-anim", "gpus", "--out-dir",
+                tmp_path / "f")
+    assert r.returncode != 0 and "--crowd-anim" in r.stderr

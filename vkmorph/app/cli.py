@@ -174,7 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shadow-size", type=int, metavar="PX",
                    help="shadow map size (default 2048 on a GPU, 512 on a CPU device)")
     p.add_argument("--crowd", type=int, metavar="N",
-                   help="N instances on a grid, each at its own clip phase (skinned once per frame, culled)")
+                   help="N instances on a grid, each at its own clip phase and speed (skinned once per frame, culled)")
+    p.add_argument("--crowd-anim", choices=["gpu", "cpu"], default="gpu",
+                   help="--crowd: pose the instances' skeletons on the GPU (default; morph weights sampled on the "
+                        "CPU) or on the CPU (numpy, ~70 us per instance per frame)")
     p.set_defaults(fn=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy",

@@ -125,7 +125,7 @@ def run_headless(scene, args) -> int:
         w, h = parse_window_size(args.size) if getattr(args, "size", None) else (640, 480)
         crowd = getattr(args, "crowd", None)
         off = OffscreenRenderer(ctx, scene, w, h, samples=msaa_samples(ctx, q["samples"]),
-                                shadow_size=q["shadow_size"], **crowd_options(crowd))
+                                shadow_size=q["shadow_size"], **crowd_options(crowd, scene, args))
         r = off.renderer
         print_warnings(r)
         driver = make_driver(scene, r, args)
@@ -150,9 +150,24 @@ def run_headless(scene, args) -> int:
     return 3 if ctx.errors_and_warnings() else 0
 
 
-def crowd_options(crowd: int | None) -> dict:
-    """SceneRenderer options of ``--crowd N`` (none without it): N instances, per-pass GPU timestamps."""
-    return {} if crowd is None else {"instances": crowd, "pass_timing": True}
+def crowd_options(crowd: int | None, scene=None, args=None) -> dict:
+    """SceneRenderer options of ``--crowd N`` (none without it): N instances, per-pass GPU timestamps, and with
+    ``--crowd-anim gpu`` (the default) the GPU animation over the file's clips (the built-in scene: its baked
+    sine drivers first, app/crowd_driver.sine_clip)."""
+    if crowd is None:
+        return {}
+    opts = {"instances": crowd, "pass_timing": True}
+    if scene is not None and getattr(args, "crowd_anim", "gpu") == "gpu":
+        clips = list(scene.animations)
+        if args.file is None:
+            from ..morph.state import SceneMorphPose
+            from .crowd_driver import sine_clip
+
+            pose = SceneMorphPose(scene)
+            clips.insert(0, sine_clip(scene, pose.morph_nodes,
+                                      [pose.slice_of(n).stop - pose.slice_of(n).start for n in pose.morph_nodes]))
+        opts.update(animation="gpu", animation_clips=clips)
+    return opts
 
 
 def make_driver(scene, renderer, args):
@@ -166,7 +181,7 @@ def make_driver(scene, renderer, args):
 
     lo, hi = renderer.scene_bounds()           # every instance still at the origin
     return CrowdDriver(scene, renderer.runtime.crowd, float(max(hi[0] - lo[0], hi[2] - lo[2])),
-                       sine=args.file is None)
+                       sine=args.file is None, renderer=renderer if renderer.animation is not None else None)
 
 
 def crowd_stats(renderer, slot: int = 0) -> dict | None:
@@ -175,7 +190,7 @@ def crowd_stats(renderer, slot: int = 0) -> dict | None:
     if cf is None:
         return None
     return {"instances": cf.crowd.count, "visible": int(cf.visible.sum()), "paths": cf.describe(renderer.scene),
-            "pass_ms": renderer.pass_ms(slot)}
+            "pass_ms": renderer.pass_ms(slot), "animation": "GPU" if cf.animation is not None else "CPU"}
 
 
 def crowd_lines(renderer) -> list[str]:
@@ -260,7 +275,8 @@ class DemoWindow:
             self.renderer = SceneRenderer(ctx, self.scene, self.presenter.format, vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
                                           frames_in_flight=FRAMES_IN_FLIGHT, samples=msaa_samples(ctx, q["samples"]),
                                           shadow_size=q["shadow_size"],
-                                          **crowd_options(getattr(self.args, "crowd", None)))
+                                          **crowd_options(getattr(self.args, "crowd", None), self.scene,
+                                                          self.args))
             self.stats["quality"] = f"MSAA {self.renderer.samples}x, shadow {q['shadow_size']}"
             print(f"vkmorph demo: {ctx.info.name}: MSAA {self.renderer.samples}x, shadow map {q['shadow_size']} "
                   f"(--msaa, --shadow-size, --size change them)", flush=True)

@@ -231,11 +231,13 @@ class DemoPanel:
 
 def crowd_stat_lines(crowd: dict | None) -> list[str]:
     """The panel's crowd rows (``vkmorph demo --crowd N``; the headless demo prints the same): instance and
-    visible counts, the skinning path per object (compute: skinned once per frame, then plain draws; vertex:
-    skinned in each pass's vertex shader; rigid: no skin), GPU ms per pass."""
+    visible counts, where the instances are animated (GPU / CPU), the skinning path per object (compute:
+    skinned once per frame, then plain draws; vertex: skinned in each pass's vertex shader; rigid: no skin),
+    GPU ms per pass."""
     if not crowd:
         return []
-    lines = [f"crowd: {crowd['instances']} instances, {crowd['visible']} visible"]
+    lines = [f"crowd: {crowd['instances']} instances, {crowd['visible']} visible"
+             + (f", animated on the {crowd['animation']}" if crowd.get("animation") else "")]
     lines += [f"  {name}: {path}" for name, path in crowd.get("paths", [])]
     ms = crowd.get("pass_ms")
     if ms:     # two rows: the panel is narrow
