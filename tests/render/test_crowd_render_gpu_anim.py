@@ -124,3 +124,70 @@ def test_motion_vectors_with_gpu_animation_is_one_usage_error(ctx):
                           motion_vectors=True, animation="gpu")
     with pytest.raises(UsageError, match="animation must be"):
         OffscreenRenderer(ctx, load_scene(None), 32, 32, samples=1, instances=2, animation="gpus")
+
+
+@pytest.mark.parametrize("skinning", ["compute", "vertex"])
+def test_gpu_animated_crowd_frames_in_flight_without_host_waits(ctx, skinning):
+    """Two frames in flight submitted back to back (the host waits only for the frame that last used a slot), the
+    clock moving every frame, part of the crowd culled in turn and one instance handed to the CPU midway: 0
+    validation messages with synchronization validation across submissions (the ctx fixture); the last slot's
+    palettes equal CrowdState.play at the animation's times."""
+    from vkmorph.anim.crowd import CrowdState
+    from vkmorph.asset.importer import load_scene
+    from vkmorph.gpu.vk import call, vk
+    from vkmorph.render.camera import OrbitCamera
+    from vkmorph.render.offscreen import OffscreenRenderer
+
+    scene = load_scene(None)
+    off = OffscreenRenderer(ctx, scene, 96, 72, samples=1, shadow_size=128, frames_in_flight=2, instances=N,
+                            skinning=skinning, animation="gpu")
+    fences = [call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None) for _ in range(2)]
+    cbs, used = [None, None], [False, False]
+    try:
+        r = off.renderer
+        rt, cf, anim = r.runtime, r.crowd_frame, r.animation
+        T = np.repeat(np.eye(4)[None], N, 0)
+        T[:, 0, 3] = np.arange(N) * 3.0
+        rt.crowd.set_transforms(T)
+        anim.play(0, phase=np.arange(N) * 0.5, speed=1.0 + 0.1 * np.arange(N))
+        r.frame_camera()
+        wide, seen = r.camera, []
+        for f in range(6):
+            slot = f % 2
+            if used[slot]:
+                ctx.wait_fence(fences[slot])
+                ctx.free_command_buffer(cbs[slot])
+            if f == 3:
+                rt.crowd[4].set_trs(3, "translation", [0.0, 0.5, 0.0])    # instance 4 back on the CPU
+            clock = 0.3 * f
+            r.animation_time = clock
+            anim.sample_weights(clock)
+            r.camera = wide if f % 3 != 1 else OrbitCamera(target=(0.0, 0.5, 0.0), distance=3.0, yaw=0.0,
+                                                           pitch=0.2)
+            r.update(slot, 96 / 72, 96, 72)
+            seen.append(cf.visible.copy())
+            cb = cbs[slot] = ctx.allocate_command_buffer()
+            ctx.begin(cb)
+            r.record(cb, slot, off.targets.framebuffers[0], 96, 72)
+            ctx.end(cb)
+            ctx.submit([cb], fence=fences[slot])
+            used[slot] = True
+        ctx.wait_idle()
+        assert any(not v.all() for v in seen) and seen[-1].all()
+        ref = CrowdState(scene, N, rt.pose)
+        ref.set_transforms(T)
+        times = anim.times(0.3 * 5)
+        ref.play(scene.animations[0], times)
+        pal = anim.palette_view(5 % 2)
+        for s in range(len(scene.skins)):
+            a = pal[:, anim.palette_first(s):anim.palette_first(s) + len(scene.skins[s].joints)]
+            gpu_rows = [i for i in range(N) if i != 4]
+            assert np.abs(a[gpu_rows] - ref.skin_matrices(s)[gpu_rows]).max() <= 2e-4, s
+            assert np.abs(a[4] - rt.crowd.skin_matrices(s)[4]).max() <= 1e-5       # the host's palette
+    finally:
+        for k in range(2):
+            if used[k]:
+                ctx.free_command_buffer(cbs[k])
+        for fnc in fences:
+            vk.vkDestroyFence(ctx.device, fnc, None)
+        off.destroy()
