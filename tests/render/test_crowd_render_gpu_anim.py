@@ -124,6 +124,8 @@ def test_motion_vectors_with_gpu_animation_is_one_usage_error(ctx):
                           motion_vectors=True, animation="gpu")
     with pytest.raises(UsageError, match="animation must be"):
         OffscreenRenderer(ctx, load_scene(None), 32, 32, samples=1, instances=2, animation="gpus")
+    with pytest.raises(UsageError, match="for crowds"):
+        OffscreenRenderer(ctx, load_scene(None), 32, 32, samples=1, animation="gpu")
 
 
 @pytest.mark.parametrize("skinning", ["compute", "vertex"])

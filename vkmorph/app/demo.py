@@ -157,7 +157,14 @@ def crowd_options(crowd: int | None, scene=None, args=None) -> dict:
     if crowd is None:
         return {}
     opts = {"instances": crowd, "pass_timing": True}
-    if scene is not None and getattr(args, "crowd_anim", "gpu") == "gpu":
+    from ..gpu.interface import CROWD_ANIM_MAX_NODES
+
+    gpu = scene is not None and getattr(args, "crowd_anim", "gpu") == "gpu"
+    if gpu and len(scene.nodes) > CROWD_ANIM_MAX_NODES:
+        print(f"vkmorph demo: the crowd is animated on the CPU: {len(scene.nodes)} nodes, the GPU animation "
+              f"handles up to {CROWD_ANIM_MAX_NODES}", file=sys.stderr, flush=True)
+        gpu = False
+    if gpu:
         clips = list(scene.animations)
         if args.file is None:
             from ..morph.state import SceneMorphPose

@@ -233,6 +233,10 @@ class SceneRenderer:
         if runtime is not None and runtime.slots not in (1, frames_in_flight):
             raise UsageError(f"SceneRenderer(frames_in_flight={frames_in_flight}) needs a runtime with "
                              f"{frames_in_flight} output slots (or 1), got MorphRuntime(slots={runtime.slots})")
+        if isinstance(animation, str) and animation not in ("cpu", "gpu"):
+            raise UsageError(f"animation must be 'cpu', 'gpu' or a CrowdAnimation, got {animation!r}")
+        if animation != "cpu" and (instances is None if runtime is None else runtime.crowd is None):
+            raise UsageError("animation= is for crowds: SceneRenderer(..., instances=N, animation='gpu')")
         self._owns_runtime = runtime is None
         self._last_serial = 0           # borrowed contexts: the serial of the last frame recorded (destroy)
         self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene, slots=frames_in_flight,
