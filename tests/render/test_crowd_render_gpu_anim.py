@@ -193,3 +193,28 @@ def test_gpu_animated_crowd_frames_in_flight_without_host_waits(ctx, skinning):
         for fnc in fences:
             vk.vkDestroyFence(ctx.device, fnc, None)
         off.destroy()
+
+
+def test_a_host_crowd_animation_passed_in(ctx):
+    """``animation=`` a CrowdAnimation of the runtime passed in: drawn from it, not destroyed by the renderer; one
+    of another runtime is refused."""
+    from vkmorph.asset.importer import load_scene
+    from vkmorph.render.crowd_anim import CrowdAnimation
+    from vkmorph.render.morph_pass import MorphRuntime
+    from vkmorph.render.offscreen import OffscreenRenderer
+
+    scene = load_scene(None)
+    with MorphRuntime(ctx, scene, instances=2) as rt, MorphRuntime(ctx, scene, instances=2) as other:
+        with CrowdAnimation(rt) as anim, CrowdAnimation(other) as foreign:
+            with pytest.raises(UsageError, match="renderer's runtime"):
+                OffscreenRenderer(ctx, scene, 32, 32, samples=1, runtime=rt, animation=foreign)
+            anim.play(0, phase=[0.0, 1.0])
+            off = OffscreenRenderer(ctx, scene, 48, 32, samples=1, shadow_size=64, runtime=rt, animation=anim)
+            try:
+                assert off.renderer.animation is anim
+                off.renderer.animation_time = 0.5
+                off.render()
+                assert anim.dispatches[0] == 1
+            finally:
+                off.destroy()
+            anim.palette_view(0)          # still alive: the host destroys it
