@@ -46,7 +46,7 @@ for phase in "$@"; do
       timeout ${PASSES_S:-200} python3 -m vkmorph.app.crowd_bench --passes --counts 1,100,1000,10000 \
         --json "$OUT/$tag-crowd-passes.json" --markdown "$OUT/$tag-crowd-passes.md" >"$OUT/$tag-crowd-passes.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-crowd-passes.txt"
-      timeout 60 python3 -m vkmorph.app.crowd_bench --heads --json "$OUT/$tag-heads.json" \
+      timeout ${HEADS_S:-90} python3 -m vkmorph.app.crowd_bench --heads 1 100 1000 5000 15000 --json "$OUT/$tag-heads.json" \
         --markdown "$OUT/$tag-heads.md" >"$OUT/$tag-heads.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-heads.txt" ;;
     suite)
