@@ -233,6 +233,19 @@ def device_buffer(ctx: Context, data: np.ndarray | bytes | None, usage: int, *, 
     return buf
 
 
+def host_cached_device_memory(ctx: Context) -> bool:
+    """Whether the device has a memory type that is device-local, host-visible and host-cached: CPU devices
+    (lavapipe) and most integrated GPUs, where a kernel can write its results straight into memory the host
+    reads at full speed (no staging copy). Discrete GPUs have none (their host-visible device memory, if any, is
+    uncached for the CPU), so a readback goes through a copy to host memory there."""
+    wanted = DEVICE_LOCAL | vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+    try:
+        ctx.find_memory_type(0xFFFFFFFF, wanted)
+    except GpuError:
+        return False
+    return True
+
+
 def host_buffer(ctx: Context, size: int, usage: int, name: str = "host buffer") -> Buffer:
     return Buffer(ctx, size, usage, host=True, name=name)
 
