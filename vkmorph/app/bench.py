@@ -814,7 +814,9 @@ def slots_overlap(ctx, timer: WindowTimer, case: Case, tries: int, warm_s: float
     try:
         frames_of, last = {}, {}
         for slots in (1, FRAMES_IN_FLIGHT):
-            rt = MorphRuntime(ctx, scene, slots=slots)
+            # every frame goes into one command buffer (no host fence between a slot's uses), which host-written
+            # weights do not allow; both slot counts use the vkCmdUpdateBuffer path, so only the slots differ
+            rt = MorphRuntime(ctx, scene, slots=slots, weight_writes="transfer")
             made.append(rt)
             made.append(DrawConsumer(ctx, rt))
             last[slots] = {}
