@@ -11,16 +11,19 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    weights did not move) and one dispatch over the morphing instances for those frames. World transforms of
    rigid parts are done there too, in float32.
 3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
-   the ``Bake``'s arrays) into a device-local buffer; one ``vkCmdCopyBuffer`` per batch (three regions) brings
-   them to host-visible memory, and the host copies each plane into the result with one memcpy.
+   the ``Bake``'s arrays). On a device with host-cached device-local memory (lavapipe, integrated GPUs) that
+   buffer is host-visible and mapped once, so the kernel's writes are the readback; elsewhere it is
+   device-local and one ``vkCmdCopyBuffer`` per batch (three regions) brings it to host-visible memory. Either
+   way the host copies the batch into the result with one numpy copy (the ``Bake``'s three arrays are views of
+   one (3, F, V, 3) array).
 4. Two batch slots (matrices, output, staging, command buffer, fence each): batch k is recorded and submitted,
    then batch k-1 is waited for and copied out while the GPU runs batch k, then batch k+1 is recorded.
 
 ``bake_numpy`` is the reference (float64, per frame through ``AnimationPlayer`` + ``Skeleton`` and the dense
 ``vkmorph.morph.reference``): the tests compare the GPU bake with it. ``bake_numpy_fast`` is the baseline a user
 would write: the batched poses, sparse float32 deltas, the morph computed once per run of equal weights, numpy
-skinning; ``measure_bake_throughput`` times the GPU bake against it (and the readback limit: the same bytes
-copied device -> host -> result arrays, nothing computed).
+skinning; ``measure_bake_throughput`` times the GPU bake against it (and the readback limit: the bake's own
+readback of the same bytes, nothing computed).
 """
 
 from __future__ import annotations

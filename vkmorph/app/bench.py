@@ -35,8 +35,10 @@ max(numpy)/min(morph). ``max_error``: the GPU against the dense float64 referenc
 Also per case: CPU build time of the runtime (layout + upload), GPU memory (and the previous CSR layout's, and
 dense storage's).
 Baking: ``vkmorph.bake.measure_bake_throughput`` on RobotExpressive's first clip (world space): the GPU bake,
-the numpy baseline and the readback alone (the same bytes copied device -> host -> result arrays), each warmed
-up and timed BAKE_REPEATS times, frame-vertices per second with min-max, wall and process CPU time.
+the numpy baseline and the readback alone (the bake's own readback of the same bytes: on a device with
+host-cached device-local memory the host's copy out of the mapped output, else vkCmdCopyBuffer to host memory and
+that copy), each warmed up and timed BAKE_REPEATS times, frame-vertices per second with min-max, wall and
+process CPU time.
 CPU per frame: ``MorphRuntime.record`` for N primitives, recorded without submitting, with the weights
 unchanged, all changed through the bulk ``pose.set_flat``, and all changed node by node (``pose.set_weights``):
 thread CPU time (the figure the goals use) beside wall time, median and min-max.
@@ -1220,8 +1222,8 @@ def markdown(report: dict) -> str:
         out += [f"Byte model: {report.get('byte_model', BYTE_MODEL)}. `floor us` = the (format) floor's bytes at "
                 f"the copy bandwidth measured in the same window; `fraction` = floor / morph time, median of "
                 f"{report.get('tries', '?')} tries (min-max); `work` = the same against the work unit; `copy` = the "
-                f"same-window copy's GB/s and its share of {ref} (`!`: below {COPY_OK} after up to "
-                f"{COPY_RETRIES} repeats){dev}, and the windows taken; numpy: sparse float32, all instances, "
+                f"same-window copy's GB/s and its share of {ref}, `!` where below {COPY_OK} after up to "
+                f"{COPY_RETRIES} repeats{dev}, and the windows taken; numpy: sparse float32, all instances, "
                 f"median of {NUMPY_REPEATS} (speedup min-max).", ""]
         if c:
             out += [f"Device ceilings ({c['buffer_mb']} MB buffers): grid-stride uvec4 copy kernel "
@@ -1274,7 +1276,7 @@ def _cpu_cell(c: dict, mode: str, digits: int) -> str:
 
 def _roofline_tables(report: dict) -> list[str]:
     out = ["| case | format | kernel (block fill) | deltas | morph us | floor us | fraction (min-max) | work | "
-           "copy GB/s (of best, windows) | numpy ms | speedup (min-max) | max err | GPU MiB | previous MiB | "
+           "copy GB/s (share, windows) | numpy ms | speedup (min-max) | max err | GPU MiB | previous MiB | "
            "dense MiB | build s |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     out += [_row_cells(r) for r in report["rows"]]
