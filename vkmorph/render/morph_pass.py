@@ -14,9 +14,10 @@ reader compares the versions it applied, so no reader can consume a change meant
 ``record(cb, slot=, consumer=)`` is the only per-frame GPU call and compares versions at two levels: nothing but
 pending first-use uploads when the pose did not move since this output slot was last recorded (level 1);
 otherwise the primitives whose node's weight version differs from the one this slot applied (level 2) are
-re-uploaded and dispatched, adjacent ones merged into one chunk range, every range dispatched, bracketed by three
-named barriers: the frames-in-flight guard, transfer -> compute, and the final compute -> consumer barrier
-(vertex input by default; compute; transfer; or handed back un-recorded). It records into the caller's command
+re-uploaded and dispatched, adjacent ones merged into one chunk range, every range dispatched, bracketed by named
+barriers: the frames-in-flight guard, transfer -> compute (only when the weights went through vkCmdUpdateBuffer;
+host-written per-slot weights need none: ``weight_writes``), and the final compute -> consumer barrier (vertex
+input by default; compute; transfer; or handed back un-recorded). It records into the caller's command
 buffer and, on a borrowed context, never submits, waits or destroys what it did not create; see
 docs/embedding.md for the contract. ``draws(slot)`` returns that slot's ``DrawList`` (render/draw_list.py), built
 once and refreshed only where the skeleton's versions moved.
