@@ -193,7 +193,10 @@ class _Slot:
         from .gpu.vk import call, vk
 
         self.ctx, self.direct = ctx, direct
-        self.plane_bytes = _align(12 * B * layout.total)
+        # a frame's vertices padded to a multiple of 4 in the planes: bake.comp writes quads of 4 vertices as
+        # 3 whole vec4 (the padding is never read back)
+        self.frame_vertices = (layout.total + 3) // 4 * 4
+        self.plane_bytes = _align(12 * B * self.frame_vertices)
         out_bytes = 3 * self.plane_bytes
         self.matrices = M.host_buffer(ctx, max(64, B * layout.matrices_per_frame * 64), M.STORAGE,
                                       name="bake matrices")
@@ -215,7 +218,7 @@ class _Slot:
         the host's one copy per batch reads this (a strided view, the planes are ``plane_bytes`` apart)."""
         mapped = (self.output if self.direct else self.staging).mapped
         return np.lib.stride_tricks.as_strided(mapped.view(np.float32), (3, n, V, 3),
-                                               (self.plane_bytes, 12 * V, 12, 4), writeable=False)
+                                               (self.plane_bytes, 12 * self.frame_vertices, 12, 4), writeable=False)
 
     def record_readback(self, cb, n: int, V: int) -> None:
         """After the batch's writes: their bytes to host-visible memory (the copy on a discrete GPU), visible to
@@ -228,8 +231,8 @@ class _Slot:
             return
         barriers.record(cb, barriers.COMPUTE_TO_TRANSFER)
         vk.vkCmdCopyBuffer(cb, self.output.handle, self.staging.handle, 3, [
-            vk.VkBufferCopy(srcOffset=p * self.plane_bytes, dstOffset=p * self.plane_bytes, size=12 * n * V)
-            for p in range(3)])
+            vk.VkBufferCopy(srcOffset=p * self.plane_bytes, dstOffset=p * self.plane_bytes,
+                            size=12 * n * self.frame_vertices) for p in range(3)])
         barriers.record(cb, barriers.TRANSFER_TO_HOST)
 
     def destroy(self) -> None:
@@ -327,10 +330,11 @@ class BakeResources:
 
 
 def _shape(cpu: bool, vertex_groups: int, frames: int) -> tuple[int, int]:
-    """(workgroups along x, frames per workgroup) of one bake dispatch. A GPU gets a workgroup per 64 vertices
-    and frame. On a CPU device a workgroup has a fixed cost of its own (lavapipe: ~40 us on this project's 2-core
-    host, a kernel that returns at once took 0.89 s over 21,504 workgroups), so there one workgroup loops over an
-    item's vertices and up to 64 frames (the two worker threads still get several workgroups each)."""
+    """(workgroups along x, frames per workgroup) of one bake dispatch. A GPU gets a workgroup per 64 quads of 4
+    vertices and frame. On a CPU device a workgroup has a fixed cost of its own (lavapipe: ~40 us on this
+    project's 2-core host, a kernel that returns at once took 0.89 s over 21,504 workgroups), so there one
+    workgroup loops over an item's vertices and up to 64 frames (the two worker threads still get several
+    workgroups each)."""
     if cpu:
         return 1, min(frames, 64)
     return vertex_groups, 1
@@ -433,7 +437,7 @@ class GpuBaker:
         m, cb, pipe = self.m, slot.cb, res.pipeline
         lay = self.layout
         push = np.zeros(1, BAKE_PUSH)
-        push["matrices_per_frame"], push["frame_vertices"] = lay.matrices_per_frame, lay.total
+        push["matrices_per_frame"], push["frame_vertices"] = lay.matrices_per_frame, slot.frame_vertices
         push["plane_floats"] = slot.plane_bytes // 4
         vk.vkResetCommandBuffer(cb, 0)
         m.ctx.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
@@ -443,7 +447,7 @@ class GpuBaker:
 
         def dispatch(group, frame_first: int, frames: int) -> None:
             key, item_first, count, max_v = group
-            x, per_group = _shape(cpu, pipe.groups(max_v), frames)
+            x, per_group = _shape(cpu, pipe.groups(max_v // 4 + 2), frames)   # quads of 4 vertices
             pipe.bind(cb, slot.sets[key])
             push["item_first"], push["frame_first"], push["frame_count"] = item_first, frame_first, frames
             push["frames_per_group"] = per_group
