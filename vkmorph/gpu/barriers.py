@@ -171,10 +171,13 @@ TRANSFER_TO_HOST = _b(
     S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
     S.VK_PIPELINE_STAGE_HOST_BIT, S.VK_ACCESS_HOST_READ_BIT)
 READBACK_TO_BAKE_WRITES = _b(
-    # Batches in flight (vkmorph/bake.py, two slots): this batch's kernel rewrites the output buffer that the copy
-    # two batches back read, and its copy rewrites that batch's staging; the earlier copy must be done (WAR, WAW)
-    "previous readback -> bake writes",
-    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    # Batches in flight (vkmorph/bake.py, two slots): this batch's kernel rewrites the output buffer that the
+    # kernel and the copy two batches back wrote and read, and its copy rewrites that batch's staging; those must
+    # be done (WAW, WAR). Where the kernel writes host-visible memory directly (no copy), the host's read of it
+    # came before this submission, which queue submission orders.
+    "previous bake writes and readback -> bake writes",
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_TRANSFER_BIT,
+    S.VK_ACCESS_SHADER_WRITE_BIT | S.VK_ACCESS_TRANSFER_WRITE_BIT,
     S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_TRANSFER_BIT,
     S.VK_ACCESS_SHADER_WRITE_BIT | S.VK_ACCESS_TRANSFER_WRITE_BIT)
 
