@@ -181,9 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "and 3-6 minutes on lavapipe (2 cores); --quick takes a few minutes on a busy "
                                    "2-core machine. Figures measured on a loaded machine are not the device's.")
     p.add_argument("--quick", action="store_true", help="small sizes only (minutes on lavapipe, less on a GPU)")
-    p.add_argument("--only", choices=["slots", "crowd"], help="run one section: slots = morph + draw per frame with "
-                                                              "1 vs 3 output slots (issue 13; ~30 s on an H200); "
-                                                              "crowd = RobotExpressive x N instances (issue 25)")
+    p.add_argument("--only", choices=["slots", "crowd", "startup"],
+                   help="run one section: slots = morph + draw per frame with 1 vs 3 output slots (issue 13; ~30 s "
+                        "on an H200); crowd = RobotExpressive x N instances (issue 25); startup = the demo's "
+                        "headless frame loop (FPS), time to first frame, vkmorph info and vkmorph.open again "
+                        "(issue 28; also in --quick)")
     p.add_argument("--json", help="write results as JSON")
     p.add_argument("--markdown", help="write a markdown table")
     p.add_argument("--plot", help="write a PNG plot (needs matplotlib)")

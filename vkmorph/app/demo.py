@@ -40,6 +40,8 @@ def headless_requested(args) -> bool:
 WINDOW_SIZE = {"gpu": (960, 640), "cpu": (800, 500)}
 MSAA = {"gpu": 4, "cpu": 1}            # a CPU device (lavapipe) shades every sample: 4x costs ~2x the frame
 SHADOW_SIZE = {"gpu": 1024, "cpu": 512}
+# the 3D view's resolution as a fraction of the window's (the panel is always drawn at full resolution)
+SCALE = {"gpu": 1.0, "cpu": 1.0}
 LEGEND_LINE = "red: blend shapes only, blue: skinning only, purple: blend shapes + skinning"
 
 
@@ -56,7 +58,13 @@ def quality(args, device_type: str) -> dict:
     kind = "cpu" if device_type == "cpu" else "gpu"
     size = parse_window_size(args.size) if getattr(args, "size", None) else WINDOW_SIZE[kind]
     return {"size": size, "samples": getattr(args, "msaa", None) or MSAA[kind],
-            "shadow_size": getattr(args, "shadow_size", None) or SHADOW_SIZE[kind], "kind": kind}
+            "shadow_size": getattr(args, "shadow_size", None) or SHADOW_SIZE[kind],
+            "scale": getattr(args, "scale", None) or SCALE[kind], "kind": kind}
+
+
+def render_size(size: tuple[int, int], scale: float) -> tuple[int, int]:
+    """The 3D view's pixels for a window of ``size`` at render scale ``scale`` (at least 16x16)."""
+    return max(16, round(size[0] * scale)), max(16, round(size[1] * scale))
 
 
 def parse_window_size(text: str) -> tuple[int, int]:
@@ -106,10 +114,56 @@ def run_demo(args) -> int:
     return DemoWindow(scene, args, default_scene=args.file is None).run()
 
 
+class HeadlessFrames:
+    """The demo's frame loop without a window: the scene driver and the renderer at the given quality, drawing
+    into an offscreen image. ``step(dt)`` is one frame (animation, host-side updates, morph + shadow + forward
+    passes, submitted and waited for), as the window's loop does it minus the present; ``readback=True`` also
+    copies the image to the host and returns its pixels. ``vkmorph demo --headless`` and the benchmark's
+    start-up section (``app/startup_bench.py``) run it."""
+
+    def __init__(self, ctx, scene, *, size: tuple[int, int], samples: int, shadow_size: int, sine: bool,
+                 scale: float = 1.0, clip_args=None):
+        from ..render.offscreen import OffscreenRenderer
+        from .driver import SceneDriver
+
+        # headless there is no window to upscale into: the image is the 3D view's own size
+        self.ctx, self.size = ctx, render_size(size, scale)
+        self.render_size = self.size
+        self.off = OffscreenRenderer(ctx, scene, *self.size, samples=msaa_samples(ctx, samples),
+                                     shadow_size=shadow_size)
+        try:
+            r = self.renderer = self.off.renderer
+            self.driver = SceneDriver(scene, r.runtime.pose, r.skeleton, sine=sine)
+            if clip_args is not None:
+                start_clip(self.driver, scene, clip_args)
+            r.frame_camera()   # camera and ground fitted to the pose the driver shows at t = 0
+        except BaseException:
+            self.off.destroy()
+            raise
+        self.counters = None
+
+    def step(self, dt: float, *, readback: bool = False):
+        self.driver.advance(dt)
+        if readback:
+            pixels = self.off.render()
+            self.counters = self.off.last_counters
+            return pixels
+        r, (w, h) = self.renderer, self.size
+        r.update(0, w / h, w, h)
+
+        def record(cb):
+            self.counters = r.record(cb, 0, self.off.targets.framebuffers[0], w, h)
+
+        self.ctx.submit_and_wait(record)
+        return None
+
+    def destroy(self) -> None:
+        self.off.destroy()
+
+
 def run_headless(scene, args) -> int:
     from ..gpu.context import Context
-    from ..render.offscreen import OffscreenRenderer, write_png_atomic
-    from .driver import SceneDriver
+    from ..render.offscreen import write_png_atomic
 
     frames = args.frames or 4
     out_dir = Path(args.out_dir)
@@ -117,26 +171,21 @@ def run_headless(scene, args) -> int:
     ctx = Context.create(echo_messages=True)
     try:
         q = quality(args, ctx.info.device_type)
-        w, h = parse_window_size(args.size) if getattr(args, "size", None) else (640, 480)
-        off = OffscreenRenderer(ctx, scene, w, h, samples=msaa_samples(ctx, q["samples"]),
-                                shadow_size=q["shadow_size"])
-        r = off.renderer
-        print_warnings(r)
-        driver = SceneDriver(scene, r.runtime.pose, r.skeleton, sine=args.file is None)
-        start_clip(driver, scene, args)
-        r.frame_camera()   # camera and ground fitted to the pose the driver shows at t = 0
+        size = parse_window_size(args.size) if getattr(args, "size", None) else (640, 480)
+        loop = HeadlessFrames(ctx, scene, size=size, samples=q["samples"], shadow_size=q["shadow_size"],
+                              sine=args.file is None, clip_args=args)
+        print_warnings(loop.renderer)
         last = None
         for f in range(frames):
-            driver.advance(0.25 if f else 0.0)
-            last = off.render()
-            c = off.last_counters
+            last = loop.step(0.25 if f else 0.0, readback=True)
+            c = loop.counters
             path = out_dir / f"frame_{f:03d}.png"
             write_png_atomic(path, last)
-            print(f"frame {f}: t={driver.time:.2f}s dispatched {c.dispatched} skipped {c.skipped} -> {path}")
+            print(f"frame {f}: t={loop.driver.time:.2f}s dispatched {c.dispatched} skipped {c.skipped} -> {path}")
         if args.screenshot and last is not None:
             write_png_atomic(args.screenshot, last)
             print(f"screenshot: {args.screenshot}")
-        off.destroy()
+        loop.destroy()
     finally:
         ctx.destroy()
     return 3 if ctx.errors_and_warnings() else 0
