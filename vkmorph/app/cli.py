@@ -171,8 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", metavar="WxH", help="window size (default 960x640; 800x500 on a CPU device)")
     p.add_argument("--msaa", type=int, metavar="N",
                    help="samples per pixel: 1, 2, 4 or 8 (default 4 on a GPU, 1 on a CPU device)")
+    p.add_argument("--scale", type=float, metavar="F",
+                   help="render scale: the 3D view at F (0.25..1) of the window's size, upscaled; the panel stays "
+                        "at full resolution (default 1; see README for CPU devices)")
     p.add_argument("--shadow-size", type=int, metavar="PX",
-                   help="shadow map size (default 2048 on a GPU, 512 on a CPU device)")
+                   help="shadow map size (default 1024 on a GPU, 512 on a CPU device)")
     p.set_defaults(fn=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark the morph pass against copy bandwidth and numpy",

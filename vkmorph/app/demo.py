@@ -88,6 +88,9 @@ def check_demo_args(scene, args) -> None:
     shadow = getattr(args, "shadow_size", None)
     if shadow is not None and not 64 <= shadow <= 8192:
         raise UsageError(f"--shadow-size must be within 64..8192, got {shadow}")
+    scale = getattr(args, "scale", None)
+    if scale is not None and not 0.25 <= scale <= 1.0:
+        raise UsageError(f"--scale must be within 0.25..1 (the 3D view's share of the window's size), got {scale}")
     if getattr(args, "clip", None) is not None:
         scene.clip(args.clip)          # an unknown clip lists the file's
 
@@ -158,6 +161,7 @@ class HeadlessFrames:
         return None
 
     def destroy(self) -> None:
+        self.ctx.wait_idle()   # the driver idle before its objects go (app/soak.py says why)
         self.off.destroy()
 
 
@@ -213,6 +217,7 @@ class DemoWindow:
         self.panel = None
         self.stats: dict = {}
         self._draw_data = None
+        self.scale = 1.0
 
     # ------------------------------------------------------------------ set-up
     def run(self) -> int:
@@ -263,13 +268,26 @@ class DemoWindow:
                 glfw.set_window_size(self.window, *q["size"])   # the device is known only now
             self.presenter = WindowPresenter(ctx, self.window, vsync=not self.args.no_vsync,
                                              frames_in_flight=FRAMES_IN_FLIGHT)
-            # the forward pass renders straight into the swapchain images, in their format
-            self.renderer = SceneRenderer(ctx, self.scene, self.presenter.format, vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
+            # scale 1: the forward pass renders straight into the swapchain images, in their format; below 1 into
+            # a smaller image of that format, blitted into the swapchain image (app/scaled_view.py)
+            from .scaled_view import ScaledTargets, blit_filter
+
+            self.scale = q["scale"]
+            filt = blit_filter(ctx, self.presenter.format) if self.scale < 1 else None
+            if self.scale < 1 and filt is None:
+                print(f"vkmorph demo: the swapchain format cannot be blitted on this device; render scale 1 instead "
+                      f"of {self.scale:g}", flush=True)
+                self.scale = 1.0
+            final = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL if self.scale < 1 else vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR
+            self.renderer = SceneRenderer(ctx, self.scene, self.presenter.format, final,
                                           frames_in_flight=FRAMES_IN_FLIGHT, samples=msaa_samples(ctx, q["samples"]),
                                           shadow_size=q["shadow_size"])
-            self.stats["quality"] = f"MSAA {self.renderer.samples}x, shadow {q['shadow_size']}"
-            print(f"vkmorph demo: {ctx.info.name}: MSAA {self.renderer.samples}x, shadow map {q['shadow_size']} "
-                  f"(--msaa, --shadow-size, --size change them)", flush=True)
+            r = self.renderer
+            scale_text = f", 3D view at {self.scale:.0%} of the window" if self.scale < 1 else ""
+            self.stats["quality"] = (f"MSAA {r.samples}x, shadow {q['shadow_size']}"
+                                     + (f", 3D {self.scale:.0%}" if self.scale < 1 else ""))
+            print(f"vkmorph demo: {ctx.info.name}: MSAA {r.samples}x, shadow map {q['shadow_size']}{scale_text} "
+                  f"(--msaa, --shadow-size, --scale, --size change them)", flush=True)
             from .driver import SceneDriver
 
             self.driver = SceneDriver(self.scene, self.renderer.runtime.pose, self.renderer.skeleton,
@@ -280,9 +298,15 @@ class DemoWindow:
             self._framed_mode = self.driver.mode
             self.panel = self._make_panel()
             # multisampled colour + depth-stencil per swapchain size, resolved into the swapchain image
+            targets = self.renderer.create_targets
+            if self.scale < 1:
+                def targets(views, w, h):
+                    return ScaledTargets(self.renderer, views, w, h, self.scale, filt)
             self.presenter.attach(self.renderer.forward_pass,
                                   self.panel.renderer.render_pass if self.panel is not None else None,
-                                  create_targets=self.renderer.create_targets)
+                                  create_targets=targets)
+            if self.scale < 1 and not self.presenter.swapchain.can_blit_to:
+                raise GpuError("the window's swapchain images cannot be blit destinations here; use --scale 1")
             self._loop(glfw)
         finally:
             try:
@@ -526,9 +550,13 @@ class DemoWindow:
         frame = pr.begin_frame()
         if frame is None:
             return None
-        r.update(frame.slot, frame.width / frame.height, frame.width, frame.height)
-        counters = r.record(frame.cb, frame.slot, frame.framebuffer, frame.width, frame.height,
+        scaled = pr.targets if self.scale < 1 else None   # a ScaledTargets: the 3D view's own size, then a blit
+        w, h = (scaled.width, scaled.height) if scaled is not None else (frame.width, frame.height)
+        r.update(frame.slot, frame.width / frame.height, w, h)
+        counters = r.record(frame.cb, frame.slot, frame.framebuffer, w, h,
                             after_morph=lambda c: pr.timestamps.write(c, 1, frame.slot, COMPUTE))
+        if scaled is not None:
+            scaled.blit(frame.cb, frame.image, pr.swapchain.images[frame.image])
         if self.panel is not None and self._draw_data is not None:
             self.panel.record(frame.cb, frame.slot, frame.overlay_framebuffer, frame.width, frame.height,
                               self._draw_data)
