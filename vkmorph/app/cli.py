@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="samples per pixel: 1, 2, 4 or 8 (default 4 on a GPU, 1 on a CPU device)")
     p.add_argument("--scale", type=float, metavar="F",
                    help="render scale: the 3D view at F (0.25..1) of the window's size, upscaled; the panel stays "
-                        "at full resolution (default 1; see README for CPU devices)")
+                        "at full resolution (default 1 on a GPU, 0.75 on a CPU device; headless: 1)")
     p.add_argument("--shadow-size", type=int, metavar="PX",
                    help="shadow map size (default 1024 on a GPU, 512 on a CPU device)")
     p.set_defaults(fn=cmd_demo)

@@ -41,7 +41,7 @@ WINDOW_SIZE = {"gpu": (960, 640), "cpu": (800, 500)}
 MSAA = {"gpu": 4, "cpu": 1}            # a CPU device (lavapipe) shades every sample: 4x costs ~2x the frame
 SHADOW_SIZE = {"gpu": 1024, "cpu": 512}
 # the 3D view's resolution as a fraction of the window's (the panel is always drawn at full resolution)
-SCALE = {"gpu": 1.0, "cpu": 1.0}
+SCALE = {"gpu": 1.0, "cpu": 0.75}   # lavapipe at 800x500: ~1.6x the FPS of 1.0 (bench/2026-12-01-lavapipe-startup.md)
 LEGEND_LINE = "red: blend shapes only, blue: skinning only, purple: blend shapes + skinning"
 
 
@@ -176,8 +176,9 @@ def run_headless(scene, args) -> int:
     try:
         q = quality(args, ctx.info.device_type)
         size = parse_window_size(args.size) if getattr(args, "size", None) else (640, 480)
+        # the PNGs are the 3D view itself: scale 1 unless --scale asks (no window to upscale into)
         loop = HeadlessFrames(ctx, scene, size=size, samples=q["samples"], shadow_size=q["shadow_size"],
-                              sine=args.file is None, clip_args=args)
+                              sine=args.file is None, scale=getattr(args, "scale", None) or 1.0, clip_args=args)
         print_warnings(loop.renderer)
         last = None
         for f in range(frames):

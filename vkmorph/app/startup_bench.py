@@ -30,6 +30,7 @@ FRAMES, FRAMES_QUICK = 60, 30
 WARMUP = 5                      # llvmpipe compiles each pipeline's shaders at its first draws
 REPEATS, REPEATS_QUICK = 3, 2
 INFO_MODEL, OPEN_MODEL = "SimpleMorph", "RobotExpressive"
+SCALES = (1.0, 0.75, 0.5)
 
 _FRAME_CHILD = r"""
 import json, sys, time
@@ -41,7 +42,7 @@ import argparse
 t0, c0 = time.perf_counter(), time.process_time()
 scene = load_scene(None)
 ctx = Context.create()
-q = quality(argparse.Namespace(), ctx.info.device_type)
+q = quality(argparse.Namespace(scale=float(sys.argv[3]) or None), ctx.info.device_type)
 loop = HeadlessFrames(ctx, scene, size=q["size"], samples=q["samples"], shadow_size=q["shadow_size"],
                       sine=True, scale=q["scale"])
 loop.step(0.0)
@@ -93,9 +94,10 @@ def _stats(values: list[float]) -> dict:
     return {"median": statistics.median(v), "p10": q[0], "p90": q[-1], "min": v[0], "max": v[-1], "n": len(v)}
 
 
-def frame_loop(frames: int, repeats: int) -> dict:
-    runs = [json.loads(_child(["-c", _FRAME_CHILD, str(frames), str(WARMUP)])[0].strip().splitlines()[-1])
-            for _ in range(repeats)]
+def frame_loop(frames: int, repeats: int, scale: float = 0.0) -> dict:
+    """``scale`` 0: the demo's default for this device."""
+    runs = [json.loads(_child(["-c", _FRAME_CHILD, str(frames), str(WARMUP), str(scale)])[0].strip()
+                       .splitlines()[-1]) for _ in range(repeats)]
     pooled = [f for r in runs for f in r["frames"]]
     wall, thread, proc = (_stats([f[k] * 1e3 for f in pooled]) for k in range(3))
     first = runs[0]
@@ -129,7 +131,10 @@ def startup_costs(quick: bool) -> dict:
 
     repeats = REPEATS_QUICK if quick else REPEATS
     out: dict = {"load_before": os.getloadavg()[0]}
-    out["frames"] = frame_loop(FRAMES_QUICK if quick else FRAMES, repeats)
+    frames = FRAMES_QUICK if quick else FRAMES
+    out["frames"] = frame_loop(frames, repeats)
+    # the same loop at each render scale, one run each, in the same window: what the scale buys on this device
+    out["scales"] = [frame_loop(frames, 1, sc) for sc in SCALES]
     info_path, open_path = find_model(INFO_MODEL), find_model(OPEN_MODEL)
     if info_path is not None:
         out["info"] = info_times(info_path, repeats + 1)
@@ -154,6 +159,11 @@ def startup_lines(s: dict) -> list[str]:
            f"{f['frame_thread_cpu_ms']['median']:.1f} ms, process CPU {f['frame_process_cpu_ms']['median']:.1f} ms",
            f"  time to the first frame after imports {_s(f['first_frame_s'])} (CPU {_s(f['first_frame_cpu_s'])}); "
            f"the imports themselves {_s(f['imports_s'])}"]
+    for sc in s.get("scales", []):
+        rw, rh = sc["render_size"]
+        out.append(f"  render scale {sc['scale']:g} ({rw}x{rh}): {sc['fps']:.1f} FPS, wall "
+                   f"{sc['frame_wall_ms']['median']:.1f} ms, process CPU {sc['frame_process_cpu_ms']['median']:.1f} "
+                   "ms per frame")
     if "info" in s:
         i = s["info"]
         out.append(f"vkmorph info {i['file']} ({i['file_bytes']} B): wall {_s(i['wall_s'])}, CPU {_s(i['cpu_s'])}; "
@@ -179,6 +189,10 @@ def startup_markdown(s: dict) -> list[str]:
             "ms |",
             f"| first frame after imports | {_s(f['first_frame_s'])} | {_s(f['first_frame_cpu_s'])} |",
             f"| the imports (vkmorph.app.demo, importer, context) | {_s(f['imports_s'])} | |"]
+    for sc in s.get("scales", []):
+        rows.append(f"| ... render scale {sc['scale']:g} ({sc['render_size'][0]}x{sc['render_size'][1]}), one run | "
+                    f"{sc['frame_wall_ms']['median']:.1f} ms/frame = {sc['fps']:.1f} FPS | process "
+                    f"{sc['frame_process_cpu_ms']['median']:.1f} ms |")
     if "info" in s:
         i = s["info"]
         rows += [f"| `vkmorph info {i['file']}` | {_s(i['wall_s'])} | {_s(i['cpu_s'])} |",
