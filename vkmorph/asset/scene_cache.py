@@ -8,8 +8,9 @@ Opening a model a second time in one process (a notebook re-running a cell, a te
   (``GltfDocument.local_files``), each by resolved path and ``stat`` (size, ``st_mtime_ns``, ``st_ctime_ns``,
   inode, device). ``st_ctime_ns`` moves on every write and cannot be set back by ``os.utime``, so a file rewritten
   with its old size and mtime still misses;
-* the options that change the result (``validate``, whether external URIs are allowed) and every ``VKMORPH_*``
-  environment variable (the import limits of ``asset/limits.py`` are read from there).
+* the path as given (the scene names its file that way), the options that change the result (``validate``,
+  whether external URIs are allowed) and every ``VKMORPH_*`` environment variable (the import limits of
+  ``asset/limits.py`` are read from there).
 
 Invariants: only successes are stored (an error is raised again by a fresh import every time); an entry is
 stored only if no file changed while it was imported (stat before and after agree); a hit returns a deep copy,
@@ -53,7 +54,8 @@ def file_stat(path: Path) -> tuple | None:
 
 def options_key(path: Path, validate: bool, allow_external_uris: bool) -> tuple:
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("VKMORPH_")))
-    return (str(path.resolve()), bool(validate), bool(allow_external_uris), env)
+    # the path as given too: the scene names its file that way (``scene.source``, in messages)
+    return (str(path.resolve()), str(path), bool(validate), bool(allow_external_uris), env)
 
 
 def lookup(key: tuple):
