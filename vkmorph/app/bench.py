@@ -187,7 +187,7 @@ def synthetic_scene(prims: list[MeshPrimitiveAsset]) -> SceneAsset:
 
 
 MODELS = {"MorphStressTest": "MorphStressTest/MorphStressTest.gltf",
-          "RobotExpressive": "RobotExpressive/RobotExpressive.glb"}
+          "RobotExpressive": "RobotExpressive/RobotExpressive.glb", "SimpleMorph": "SimpleMorph/SimpleMorph.gltf"}
 
 
 def find_model(name: str) -> Path | None:
@@ -969,7 +969,7 @@ def run_bench(args) -> int:
     discrete = ctx.info.device_type == "discrete"
     quick = bool(getattr(args, "quick", False))
     only = getattr(args, "only", None)
-    cases = [] if only in ("slots", "crowd") else standard_cases(quick, discrete)
+    cases = [] if only in ("slots", "crowd", "startup") else standard_cases(quick, discrete)
     tries = 3 if quick else 5
     warm_s = 0.3 if discrete else 0.0
     try_ms = 4.0 if discrete else 1.0
@@ -995,7 +995,9 @@ def run_bench(args) -> int:
             report["crowd"] = crowd_costs(ctx, timer, COUNTS_QUICK if quick else COUNTS)
             for c in report["crowd"]:
                 say(crowd_line(c))
-        if only != "crowd":
+        if only == "startup" or (only is None and quick):   # issue 28: app/startup_bench.py
+            report["startup"] = _startup_section(quick, say)
+        if only not in ("crowd", "startup"):
             slots = slots_overlap(ctx, timer, SLOTS_QUICK_CASE if quick else SLOTS_CASE, tries, warm_s, try_ms)
             say(slots_line(slots))
             say(f"  consumer: {slots['consumer']}; {slots['overlap']}")
@@ -1010,6 +1012,16 @@ def run_bench(args) -> int:
         ctx.destroy()
     write_reports(report, args)
     return 3 if ctx.errors_and_warnings() else 0
+
+
+def _startup_section(quick: bool, say) -> dict:
+    """The demo's frame loop, time to first frame, ``vkmorph info`` and ``vkmorph.open`` again, in children."""
+    from .startup_bench import startup_costs, startup_lines
+
+    out = startup_costs(quick)
+    for line in startup_lines(out):
+        say(line)
+    return out
 
 
 def _roofline_sections(ctx, timer, report, quick, cases, tries, warm_s, try_ms, counts, heads, say, bar) -> None:
@@ -1234,6 +1246,9 @@ def markdown(report: dict) -> str:
     if report.get("crowd"):
         from .crowd_bench import crowd_markdown
         out += crowd_markdown(report["crowd"]) + [""]
+    if report.get("startup"):
+        from .startup_bench import startup_markdown
+        out += startup_markdown(report["startup"]) + [""]
     s = report.get("slots")
     if s:
         n = s["frames_in_flight"]
