@@ -5,7 +5,7 @@
 # show the spread), suite (the whole test suite under the validation layer with synchronization validation),
 # embed (tools/embed_example.py on every test model), render (a headless `vkmorph render` of every test model),
 # extra (bench/h200_extra.py: bake, k-of-N changed, draws CPU), crowd (vkmorph.app.crowd_bench --quick),
-# crowd-full (N up to 10,000), suite-par (the suite over 8 pytest-xdist workers).
+# crowd-full (N up to 10,000), crowd-passes (both skinning paths per pass; heads), suite-par (the suite over 8 pytest-xdist workers).
 #   bash bench/h200_session.sh 2026-12-01-h200 bench-a bench-b      # one device call
 #   bash bench/h200_session.sh 2026-12-01-h200 suite embed render   # another
 set -u
@@ -25,7 +25,7 @@ for phase in "$@"; do
   case $phase in
     bench-*)
       r=$OUT/$tag-${phase#bench-}
-      timeout 560 python3 -m vkmorph.app.cli bench --json "$r.json" --markdown "$r.md" --plot "$r.png" >"$r.txt" 2>&1
+      timeout ${BENCH_S:-560} python3 -m vkmorph.app.cli bench --json "$r.json" --markdown "$r.md" --plot "$r.png" >"$r.txt" 2>&1
       echo "rc=$? $(tail -1 "$r.txt")" ;;
     extra)
       timeout 150 python3 bench/h200_extra.py "$OUT/$tag-extra.json" bake dirty draws >"$OUT/$tag-extra.txt" 2>&1
@@ -35,13 +35,20 @@ for phase in "$@"; do
         --markdown "$OUT/$tag-crowd.md" >"$OUT/$tag-crowd.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-crowd.txt" ;;
     suite-par)      # the same suite over 8 workers (pytest-xdist, a test file stays in one worker): fits one call
-      VKMORPH_VALIDATION=1 timeout 400 python3 -m pytest -q -p no:cacheprovider -ra -n 8 --dist loadfile \
+      VKMORPH_VALIDATION=1 timeout ${SUITE_S:-400} python3 -m pytest -q -p no:cacheprovider -ra -n 8 --dist loadfile \
         >"$OUT/$tag-suite.log" 2>&1
       echo "rc=$?"; tail -25 "$OUT/$tag-suite.log" ;;
     crowd-full)     # N = 1 ... 10,000
       timeout ${CROWD_S:-300} python3 -m vkmorph.app.crowd_bench --json "$OUT/$tag-crowd.json" \
         --markdown "$OUT/$tag-crowd.md" >"$OUT/$tag-crowd.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-crowd.txt" ;;
+    crowd-passes)   # GPU ms per pass of both skinning paths, N = 1 ... 10,000, and Dawn-like heads as a crowd
+      timeout ${PASSES_S:-200} python3 -m vkmorph.app.crowd_bench --passes --counts 1,100,1000,10000 \
+        --json "$OUT/$tag-crowd-passes.json" --markdown "$OUT/$tag-crowd-passes.md" >"$OUT/$tag-crowd-passes.txt" 2>&1
+      echo "rc=$?"; cat "$OUT/$tag-crowd-passes.txt"
+      timeout ${HEADS_S:-90} python3 -m vkmorph.app.crowd_bench --heads 1 100 1000 5000 15000 --json "$OUT/$tag-heads.json" \
+        --markdown "$OUT/$tag-heads.md" >"$OUT/$tag-heads.txt" 2>&1
+      echo "rc=$?"; cat "$OUT/$tag-heads.txt" ;;
     suite)
       VKMORPH_VALIDATION=1 timeout 540 python3 -m pytest -q -p no:cacheprovider -ra >"$OUT/$tag-suite.log" 2>&1
       echo "rc=$?"; tail -25 "$OUT/$tag-suite.log" ;;

@@ -82,6 +82,17 @@ def _log_resources(leaks) -> None:
 
 
 @pytest.fixture(autouse=True)
+def empty_scene_cache():
+    """Each test starts with an empty in-process scene cache (asset/scene_cache.py), so what it imports does not
+    depend on which tests ran before it in the same worker."""
+    from vkmorph.asset import scene_cache
+
+    scene_cache.clear()
+    yield
+    scene_cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def no_leaked_instances_devices_or_fds():
     """Fails the test (at teardown, after every other fixture's teardown) when it leaves a VkInstance, a VkDevice
     or a file descriptor alive that was not alive before it; the message says where each was created."""

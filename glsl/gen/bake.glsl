@@ -23,7 +23,7 @@ struct BakeItem {  // 32 bytes, interface.BAKE_ITEM
 layout(std430, set = 0, binding = 0) readonly buffer Source { uvec4 quads[]; } src;
 layout(std430, set = 0, binding = 1) readonly buffer Items { BakeItem items[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Matrices { mat4 matrices[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer Out { float values[]; } dst;
+layout(std430, set = 0, binding = 3) writeonly buffer Out { vec4 values[]; } dst;
 
 layout(push_constant) uniform Push {
     uint itemFirst;         // workgroup y = item_first + item
@@ -31,6 +31,6 @@ layout(push_constant) uniform Push {
     uint frameCount;
     uint framesPerGroup;    // workgroup z covers frames_per_group of them
     uint matricesPerFrame;
-    uint frameVertices;
-    uint planeFloats;       // floats between the position, normal and tangent planes
+    uint frameVertices;     // vertices between two frames of a plane: a multiple of 4 (padded)
+    uint planeFloats;       // floats between the position, normal and tangent planes (a multiple of 4)
 } pc;

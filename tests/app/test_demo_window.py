@@ -267,3 +267,26 @@ def test_renderer_warnings_printed_and_a_new_clip_is_framed(xvfb, tmp_path):
     framed = next(s for s in lines if s.startswith("camera framed (clip up)"))
     lo, hi = (json.loads(x) for x in re.match(r".*bounds (\[.*\]) \.\. (\[.*\])$", framed.strip()).groups())
     assert abs(lo[1] - 4.5) < 1e-3 and abs(hi[1] - 5.5) < 1e-3, framed
+
+
+def test_render_scale_renders_the_view_smaller_and_the_panel_at_full_size(xvfb, tmp_path):
+    """--scale 0.5: the 3D view is rendered at 400x250 and blitted into the 800x500 window (validation on, sync
+    validation across submits); the screenshot is the window's size, the meshes are there, the panel is drawn
+    at full resolution over it (its title bar's pixels as without scaling)."""
+    shot = tmp_path / "scaled.png"
+    proc, lines, reader = _start_demo(xvfb, "--frames", 6, "--size", "800x500", "--scale", 0.5, "--screenshot", shot)
+    try:
+        proc.wait(PATIENCE)
+    finally:
+        _kill_if_running(proc)
+    _exited_cleanly(proc, reader)
+    assert any("3D view at 50% of the window" in s for s in lines), lines[:5]
+    from PIL import Image
+
+    img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert img.shape[:2] == (500, 800), img.shape
+    r, g, b = img[..., 0], img[..., 1], img[..., 2]
+    assert ((r > 150) & (g < 110) & (b < 110)).sum() > 200, "no red mesh"
+    assert ((b > 150) & (r < 110)).sum() > 200, "no blue mesh"
+    title = img[5:25, 20:280]                                          # the panel's title bar, ImGui blue
+    assert ((np.abs(title - [41, 74, 122]) < 25).all(axis=-1)).mean() > 0.5

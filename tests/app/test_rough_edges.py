@@ -50,6 +50,8 @@ def test_morph_weights_on_a_file_without_targets_is_refused(tmp_path):
     (["--msaa", "3"], "--msaa"),
     (["--size", "10x10"], "at least 64x64"),
     (["--shadow-size", "5"], "--shadow-size"),
+    (["--scale", "0.1"], "--scale must be within 0.25..1"),
+    (["--scale", "2"], "--scale must be within 0.25..1"),
 ])
 def test_demo_flags_checked_before_any_window(tmp_path, args, needle):
     r = vkmorph("demo", "--headless", "--out-dir", tmp_path / "frames", *args)
@@ -74,3 +76,46 @@ def test_demo_clip_flag_starts_on_that_clip(tmp_path):
 def test_readme_mentions_the_ui_extra():
     text = (ROOT / "README.md").read_text()
     assert "vkmorph[ui]" in text
+
+
+def test_demo_quality_render_scale_per_device_and_flag():
+    """A CPU device gets a smaller 3D view by default (bench/2026-12-01-lavapipe-startup.md), a GPU the full
+    window; --scale wins on both."""
+    import argparse
+
+    from vkmorph.app.demo import quality, render_size
+
+    assert quality(argparse.Namespace(), "cpu")["scale"] == 0.75
+    assert quality(argparse.Namespace(), "discrete")["scale"] == 1.0
+    assert quality(argparse.Namespace(scale=0.5), "cpu")["scale"] == 0.5
+    assert render_size((800, 500), 0.75) == (600, 375)
+
+
+@pytest.mark.gpu
+def test_demo_headless_scale_renders_the_view_at_that_size(tmp_path):
+    """Headless there is no window to upscale into: --scale makes the frames themselves smaller."""
+    r = vkmorph("demo", "--headless", "--frames", "2", "--size", "200x120", "--scale", "0.5",
+                "--out-dir", tmp_path / "f")
+    assert r.returncode == 0, r.stderr
+    from PIL import Image
+
+    assert Image.open(tmp_path / "f" / "frame_001.png").size == (100, 60)
+
+
+def test_headless_frames_step_without_and_with_readback(ctx):
+    """The demo's headless loop (which the benchmark's start-up section times): frames without a readback are
+    clean under synchronization validation, the sine animation moves both morphing tubes every frame, and a
+    readback returns the 3D view's pixels at the scaled size."""
+    from vkmorph.app.demo import HeadlessFrames
+    from vkmorph.asset.importer import load_scene
+
+    loop = HeadlessFrames(ctx, load_scene(None), size=(128, 80), samples=1, shadow_size=256, sine=True, scale=0.5)
+    try:
+        assert loop.render_size == (64, 40)
+        for _ in range(3):
+            assert loop.step(1 / 60) is None
+            assert loop.counters.dispatched == 2
+        px = loop.step(1 / 60, readback=True)
+        assert px.shape == (40, 64, 4) and px[..., :3].std() > 5
+    finally:
+        loop.destroy()

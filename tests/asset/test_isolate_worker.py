@@ -19,10 +19,10 @@ from vkmorph import load_scene
 from vkmorph.asset import isolate
 assert isolate.default_method() == "subprocess"
 path = sys.argv[1]
-a = load_scene(path, isolate=True)
+a = load_scene(path, isolate=True, cache=False)   # cache=False: every load really imports (scene_cache)
 pid = isolate._worker.proc.pid
-b = load_scene(path, isolate=True)
-c = load_scene(path, isolate=False)
+b = load_scene(path, isolate=True, cache=False)
+c = load_scene(path, isolate=False, cache=False)
 print("same worker", isolate._worker.proc.pid == pid)
 import numpy as np
 print("equal", all(np.array_equal(x.vertices, y.vertices) and np.array_equal(x.vertices, z.vertices)
@@ -51,12 +51,12 @@ def test_a_crash_in_the_worker_is_one_error_and_the_next_load_gets_a_new_worker(
 
     monkeypatch.setattr(isolate, "default_method", lambda: "subprocess")
     good = asset("SimpleMorph", "SimpleMorph.gltf")
-    load_scene(good, isolate=True)
+    load_scene(good, isolate=True, cache=False)   # cache=False: the load really goes through the worker
     first = isolate._worker.proc.pid
     with pytest.raises(AssetError) as e:
         isolate.run_isolated(os.abort, file="model.fbx")
     assert str(e.value) == "the importer crashed on model.fbx (signal SIGABRT)"
     assert isolate._worker is None
-    scene = load_scene(good, isolate=True)
+    scene = load_scene(good, isolate=True, cache=False)
     assert isolate._worker.proc.pid != first
     assert np.isfinite(scene.primitives[0].vertices["position"]).all()

@@ -307,7 +307,9 @@ def test_changed_primitives_dispatch_their_merged_ranges_whatever_their_number(c
         for slot in (0, 1):
             ctx.submit_and_wait(lambda cb, s=slot: rt.record(cb, slot=s))
             c = rt.last_counters
-            assert (c.dispatched, c.dispatch_ranges, c.groups, c.barriers) == (12, 1, sum(chunks), 3)
+            # guard, (transfer -> compute only when the weights went through vkCmdUpdateBuffer), consumer
+            barriers_expected = 3 if rt.weight_writes == "transfer" else 2
+            assert (c.dispatched, c.dispatch_ranges, c.groups, c.barriers) == (12, 1, sum(chunks), barriers_expected)
         changed = [0, 1, 3, 5, 6, 7, 9, 11]                  # runs [0, 1] [3] [5, 7] [9] [11]: 5 ranges
         for k in changed:
             rt.set_weights(nodes[k], 0.05 + 0.9 * rng.random(rt.morphing[k].target_count))

@@ -171,8 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", metavar="WxH", help="window size (default 960x640; 800x500 on a CPU device)")
     p.add_argument("--msaa", type=int, metavar="N",
                    help="samples per pixel: 1, 2, 4 or 8 (default 4 on a GPU, 1 on a CPU device)")
+    p.add_argument("--scale", type=float, metavar="F",
+                   help="render scale: the 3D view at F (0.25..1) of the window's size, upscaled; the panel stays "
+                        "at full resolution (default 1 on a GPU, 0.75 on a CPU device; headless: 1)")
     p.add_argument("--shadow-size", type=int, metavar="PX",
-                   help="shadow map size (default 2048 on a GPU, 512 on a CPU device)")
+                   help="shadow map size (default 1024 on a GPU, 512 on a CPU device)")
     p.add_argument("--crowd", type=int, metavar="N",
                    help="N instances on a grid, each at its own clip phase and speed (skinned once per frame, culled)")
     p.add_argument("--crowd-anim", choices=["gpu", "cpu"], default="gpu",
@@ -186,9 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "and 3-6 minutes on lavapipe (2 cores); --quick takes a few minutes on a busy "
                                    "2-core machine. Figures measured on a loaded machine are not the device's.")
     p.add_argument("--quick", action="store_true", help="small sizes only (minutes on lavapipe, less on a GPU)")
-    p.add_argument("--only", choices=["slots", "crowd"], help="run one section: slots = morph + draw per frame with "
-                                                              "1 vs 3 output slots (issue 13; ~30 s on an H200); "
-                                                              "crowd = RobotExpressive x N instances (issue 25)")
+    p.add_argument("--only", choices=["slots", "crowd", "startup"],
+                   help="run one section: slots = morph + draw per frame with 1 vs 3 output slots (issue 13; ~30 s "
+                        "on an H200); crowd = RobotExpressive x N instances (issue 25); startup = the demo's "
+                        "headless frame loop (FPS), time to first frame, vkmorph info and vkmorph.open again "
+                        "(issue 28; also in --quick)")
     p.add_argument("--json", help="write results as JSON")
     p.add_argument("--markdown", help="write a markdown table")
     p.add_argument("--plot", help="write a PNG plot (needs matplotlib)")

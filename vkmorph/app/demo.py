@@ -40,6 +40,8 @@ def headless_requested(args) -> bool:
 WINDOW_SIZE = {"gpu": (960, 640), "cpu": (800, 500)}
 MSAA = {"gpu": 4, "cpu": 1}            # a CPU device (lavapipe) shades every sample: 4x costs ~2x the frame
 SHADOW_SIZE = {"gpu": 1024, "cpu": 512}
+# the 3D view's resolution as a fraction of the window's (the panel is always drawn at full resolution)
+SCALE = {"gpu": 1.0, "cpu": 0.75}   # lavapipe at 800x500: ~1.6x the FPS of 1.0 (bench/2026-12-01-lavapipe-startup.md)
 LEGEND_LINE = "red: blend shapes only, blue: skinning only, purple: blend shapes + skinning"
 
 
@@ -56,7 +58,13 @@ def quality(args, device_type: str) -> dict:
     kind = "cpu" if device_type == "cpu" else "gpu"
     size = parse_window_size(args.size) if getattr(args, "size", None) else WINDOW_SIZE[kind]
     return {"size": size, "samples": getattr(args, "msaa", None) or MSAA[kind],
-            "shadow_size": getattr(args, "shadow_size", None) or SHADOW_SIZE[kind], "kind": kind}
+            "shadow_size": getattr(args, "shadow_size", None) or SHADOW_SIZE[kind],
+            "scale": getattr(args, "scale", None) or SCALE[kind], "kind": kind}
+
+
+def render_size(size: tuple[int, int], scale: float) -> tuple[int, int]:
+    """The 3D view's pixels for a window of ``size`` at render scale ``scale`` (at least 16x16)."""
+    return max(16, round(size[0] * scale)), max(16, round(size[1] * scale))
 
 
 def parse_window_size(text: str) -> tuple[int, int]:
@@ -80,6 +88,9 @@ def check_demo_args(scene, args) -> None:
     shadow = getattr(args, "shadow_size", None)
     if shadow is not None and not 64 <= shadow <= 8192:
         raise UsageError(f"--shadow-size must be within 64..8192, got {shadow}")
+    scale = getattr(args, "scale", None)
+    if scale is not None and not 0.25 <= scale <= 1.0:
+        raise UsageError(f"--scale must be within 0.25..1 (the 3D view's share of the window's size), got {scale}")
     if getattr(args, "clip", None) is not None:
         scene.clip(args.clip)          # an unknown clip lists the file's
     crowd = getattr(args, "crowd", None)
@@ -112,9 +123,57 @@ def run_demo(args) -> int:
     return DemoWindow(scene, args, default_scene=args.file is None).run()
 
 
+class HeadlessFrames:
+    """The demo's frame loop without a window: the scene driver and the renderer at the given quality, drawing
+    into an offscreen image. ``step(dt)`` is one frame (animation, host-side updates, morph + shadow + forward
+    passes, submitted and waited for), as the window's loop does it minus the present; ``readback=True`` also
+    copies the image to the host and returns its pixels. ``vkmorph demo --headless`` and the benchmark's
+    start-up section (``app/startup_bench.py``) run it."""
+
+    def __init__(self, ctx, scene, *, size: tuple[int, int], samples: int, shadow_size: int, sine: bool,
+                 scale: float = 1.0, clip_args=None, crowd: int | None = None, crowd_anim: str = "gpu"):
+        from ..render.offscreen import OffscreenRenderer
+
+        # headless there is no window to upscale into: the image is the 3D view's own size
+        self.ctx, self.size = ctx, render_size(size, scale)
+        self.render_size = self.size
+        self.off = OffscreenRenderer(ctx, scene, *self.size, samples=msaa_samples(ctx, samples),
+                                     shadow_size=shadow_size,
+                                     **crowd_options(crowd, scene, sine=sine, animation=crowd_anim))
+        try:
+            r = self.renderer = self.off.renderer
+            self.driver = make_driver(scene, r, sine=sine)
+            if clip_args is not None:
+                start_clip(self.driver, scene, clip_args)
+            r.frame_camera()   # camera and ground fitted to the pose the driver shows at t = 0
+        except BaseException:
+            self.off.destroy()
+            raise
+        self.counters = None
+
+    def step(self, dt: float, *, readback: bool = False):
+        self.driver.advance(dt)
+        if readback:
+            pixels = self.off.render()
+            self.counters = self.off.last_counters
+            return pixels
+        r, (w, h) = self.renderer, self.size
+        r.update(0, w / h, w, h)
+
+        def record(cb):
+            self.counters = r.record(cb, 0, self.off.targets.framebuffers[0], w, h)
+
+        self.ctx.submit_and_wait(record)
+        return None
+
+    def destroy(self) -> None:
+        self.ctx.wait_idle()   # the driver idle before its objects go (app/soak.py says why)
+        self.off.destroy()
+
+
 def run_headless(scene, args) -> int:
     from ..gpu.context import Context
-    from ..render.offscreen import OffscreenRenderer, write_png_atomic
+    from ..render.offscreen import write_png_atomic
 
     frames = args.frames or 4
     out_dir = Path(args.out_dir)
@@ -122,51 +181,48 @@ def run_headless(scene, args) -> int:
     ctx = Context.create(echo_messages=True)
     try:
         q = quality(args, ctx.info.device_type)
-        w, h = parse_window_size(args.size) if getattr(args, "size", None) else (640, 480)
-        crowd = getattr(args, "crowd", None)
-        off = OffscreenRenderer(ctx, scene, w, h, samples=msaa_samples(ctx, q["samples"]),
-                                shadow_size=q["shadow_size"], **crowd_options(crowd, scene, args))
-        r = off.renderer
-        print_warnings(r)
-        driver = make_driver(scene, r, args)
-        start_clip(driver, scene, args)
-        r.frame_camera()   # camera and ground fitted to the pose the driver shows at t = 0
+        size = parse_window_size(args.size) if getattr(args, "size", None) else (640, 480)
+        # the PNGs are the 3D view itself: scale 1 unless --scale asks (no window to upscale into)
+        loop = HeadlessFrames(ctx, scene, size=size, samples=q["samples"], shadow_size=q["shadow_size"],
+                              sine=args.file is None, scale=getattr(args, "scale", None) or 1.0, clip_args=args,
+                              crowd=getattr(args, "crowd", None),
+                              crowd_anim=getattr(args, "crowd_anim", "gpu"))
+        print_warnings(loop.renderer)
         last = None
         for f in range(frames):
-            driver.advance(0.25 if f else 0.0)
-            last = off.render()
-            c = off.last_counters
+            last = loop.step(0.25 if f else 0.0, readback=True)
+            c = loop.counters
             path = out_dir / f"frame_{f:03d}.png"
             write_png_atomic(path, last)
-            print(f"frame {f}: t={driver.time:.2f}s dispatched {c.dispatched} skipped {c.skipped} -> {path}")
-            for line in crowd_lines(r):
+            print(f"frame {f}: t={loop.driver.time:.2f}s dispatched {c.dispatched} skipped {c.skipped} -> {path}")
+            for line in crowd_lines(loop.renderer):
                 print(f"  {line}")
         if args.screenshot and last is not None:
             write_png_atomic(args.screenshot, last)
             print(f"screenshot: {args.screenshot}")
-        off.destroy()
+        loop.destroy()
     finally:
         ctx.destroy()
     return 3 if ctx.errors_and_warnings() else 0
 
 
-def crowd_options(crowd: int | None, scene=None, args=None) -> dict:
+def crowd_options(crowd: int | None, scene=None, *, sine: bool = False, animation: str = "gpu") -> dict:
     """SceneRenderer options of ``--crowd N`` (none without it): N instances, per-pass GPU timestamps, and with
-    ``--crowd-anim gpu`` (the default) the GPU animation over the file's clips (the built-in scene: its baked
-    sine drivers first, app/crowd_driver.sine_clip)."""
+    a ``scene`` and ``animation="gpu"`` (``--crowd-anim``, default gpu) the GPU animation over its clips (with
+    ``sine``, the built-in scene's sine drivers baked into a clip first: app/crowd_driver.sine_clip)."""
     if crowd is None:
         return {}
     opts = {"instances": crowd, "pass_timing": True}
     from ..gpu.interface import CROWD_ANIM_MAX_NODES
 
-    gpu = scene is not None and getattr(args, "crowd_anim", "gpu") == "gpu"
+    gpu = scene is not None and animation == "gpu"
     if gpu and len(scene.nodes) > CROWD_ANIM_MAX_NODES:
         print(f"vkmorph demo: the crowd is animated on the CPU: {len(scene.nodes)} nodes, the GPU animation "
               f"handles up to {CROWD_ANIM_MAX_NODES}", file=sys.stderr, flush=True)
         gpu = False
     if gpu:
         clips = list(scene.animations)
-        if args.file is None:
+        if sine:
             from ..morph.state import SceneMorphPose
             from .crowd_driver import sine_clip
 
@@ -177,18 +233,18 @@ def crowd_options(crowd: int | None, scene=None, args=None) -> dict:
     return opts
 
 
-def make_driver(scene, renderer, args):
+def make_driver(scene, renderer, *, sine: bool):
     """What moves the scene: ``SceneDriver`` (one instance), or with ``--crowd`` a ``CrowdDriver`` laying the
     instances out on a grid (pitch from one instance's footprint at rest), each at its own phase."""
     from .driver import SceneDriver
 
     if renderer.crowd_frame is None:
-        return SceneDriver(scene, renderer.runtime.pose, renderer.skeleton, sine=args.file is None)
+        return SceneDriver(scene, renderer.runtime.pose, renderer.skeleton, sine=sine)
     from .crowd_driver import CrowdDriver
 
     lo, hi = renderer.scene_bounds()           # every instance still at the origin
     return CrowdDriver(scene, renderer.runtime.crowd, float(max(hi[0] - lo[0], hi[2] - lo[2])),
-                       sine=args.file is None, renderer=renderer if renderer.animation is not None else None)
+                       sine=sine, renderer=renderer if renderer.animation is not None else None)
 
 
 def crowd_stats(renderer, slot: int = 0) -> dict | None:
@@ -228,6 +284,7 @@ class DemoWindow:
         self.panel = None
         self.stats: dict = {}
         self._draw_data = None
+        self.scale = 1.0
 
     # ------------------------------------------------------------------ set-up
     def run(self) -> int:
@@ -278,25 +335,45 @@ class DemoWindow:
                 glfw.set_window_size(self.window, *q["size"])   # the device is known only now
             self.presenter = WindowPresenter(ctx, self.window, vsync=not self.args.no_vsync,
                                              frames_in_flight=FRAMES_IN_FLIGHT)
-            # the forward pass renders straight into the swapchain images, in their format
-            self.renderer = SceneRenderer(ctx, self.scene, self.presenter.format, vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
+            # scale 1: the forward pass renders straight into the swapchain images, in their format; below 1 into
+            # a smaller image of that format, blitted into the swapchain image (app/scaled_view.py)
+            from .scaled_view import ScaledTargets, blit_filter
+
+            self.scale = q["scale"]
+            filt = blit_filter(ctx, self.presenter.format) if self.scale < 1 else None
+            if self.scale < 1 and filt is None:
+                print(f"vkmorph demo: the swapchain format cannot be blitted on this device; render scale 1 instead "
+                      f"of {self.scale:g}", flush=True)
+                self.scale = 1.0
+            final = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL if self.scale < 1 else vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR
+            self.renderer = SceneRenderer(ctx, self.scene, self.presenter.format, final,
                                           frames_in_flight=FRAMES_IN_FLIGHT, samples=msaa_samples(ctx, q["samples"]),
                                           shadow_size=q["shadow_size"],
                                           **crowd_options(getattr(self.args, "crowd", None), self.scene,
-                                                          self.args))
-            self.stats["quality"] = f"MSAA {self.renderer.samples}x, shadow {q['shadow_size']}"
-            print(f"vkmorph demo: {ctx.info.name}: MSAA {self.renderer.samples}x, shadow map {q['shadow_size']} "
-                  f"(--msaa, --shadow-size, --size change them)", flush=True)
-            self.driver = make_driver(self.scene, self.renderer, self.args)
+                                                          sine=self.default_scene,
+                                                          animation=getattr(self.args, "crowd_anim", "gpu")))
+            r = self.renderer
+            scale_text = f", 3D view at {self.scale:.0%} of the window" if self.scale < 1 else ""
+            self.stats["quality"] = (f"MSAA {r.samples}x, shadow {q['shadow_size']}"
+                                     + (f", 3D {self.scale:.0%}" if self.scale < 1 else ""))
+            print(f"vkmorph demo: {ctx.info.name}: MSAA {r.samples}x, shadow map {q['shadow_size']}{scale_text} "
+                  f"(--msaa, --shadow-size, --scale, --size change them)", flush=True)
+            self.driver = make_driver(self.scene, self.renderer, sine=self.default_scene)
             start_clip(self.driver, self.scene, self.args)
             print_warnings(self.renderer)
             self._frame_camera_beside_panel()   # camera and ground fitted to the pose shown at t = 0
             self._framed_mode = self.driver.mode
             self.panel = self._make_panel()
             # multisampled colour + depth-stencil per swapchain size, resolved into the swapchain image
+            targets = self.renderer.create_targets
+            if self.scale < 1:
+                def targets(views, w, h):
+                    return ScaledTargets(self.renderer, views, w, h, self.scale, filt)
             self.presenter.attach(self.renderer.forward_pass,
                                   self.panel.renderer.render_pass if self.panel is not None else None,
-                                  create_targets=self.renderer.create_targets)
+                                  create_targets=targets)
+            if self.scale < 1 and not self.presenter.swapchain.can_blit_to:
+                raise GpuError("the window's swapchain images cannot be blit destinations here; use --scale 1")
             self._loop(glfw)
         finally:
             try:
@@ -542,9 +619,13 @@ class DemoWindow:
             return None
         if r.crowd_frame is not None:    # the slot's fence was waited for: its last frame's pass times are in
             self.stats["crowd"] = crowd_stats(r, frame.slot)
-        r.update(frame.slot, frame.width / frame.height, frame.width, frame.height)
-        counters = r.record(frame.cb, frame.slot, frame.framebuffer, frame.width, frame.height,
+        scaled = pr.targets if self.scale < 1 else None   # a ScaledTargets: the 3D view's own size, then a blit
+        w, h = (scaled.width, scaled.height) if scaled is not None else (frame.width, frame.height)
+        r.update(frame.slot, frame.width / frame.height, w, h)
+        counters = r.record(frame.cb, frame.slot, frame.framebuffer, w, h,
                             after_morph=lambda c: pr.timestamps.write(c, 1, frame.slot, COMPUTE))
+        if scaled is not None:
+            scaled.blit(frame.cb, frame.image, pr.swapchain.images[frame.image])
         if self.panel is not None and self._draw_data is not None:
             self.panel.record(frame.cb, frame.slot, frame.overlay_framebuffer, frame.width, frame.height,
                               self._draw_data)

@@ -46,6 +46,11 @@ def soak_frames(scene, frames: int, warmup: int = 20, size: tuple[int, int] = (1
             gc.collect()
             end = rss_kib()
         finally:
+            # Idle before freeing: once (1 run in 19, loaded host) a llvmpipe thread crashed (SIGSEGV) while
+            # Context.destroy waited for the device right after this destroy freed what the last frames used,
+            # every frame's fence already signalled (bench/2026-12-01-lavapipe-soak-sigsegv.txt). Waiting for
+            # the whole device first leaves the driver no work in flight when the objects go.
+            ctx.wait_idle()
             off.destroy()
     finally:
         ctx.destroy()
@@ -69,6 +74,7 @@ def soak_cycles(scene, cycles: int, warmup: int = 5) -> dict:
             rt = MorphRuntime(ctx, scene)
             rt.pose.set_flat(rt.pose.flat + 0.5)
             ctx.submit_and_wait(rt.record)
+            ctx.wait_idle()   # as in soak_frames: nothing left in the driver when the runtime's objects go
             rt.destroy()
         gc.collect()
         end = rss_kib()

@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import AssetError
 from . import limits
 from .files import FileProblem, open_regular, read_exact, read_regular
+from .scene_cache import file_stat
 
 COMPONENT_DTYPES = {5120: np.dtype("i1"), 5121: np.dtype("u1"), 5122: np.dtype("<i2"), 5123: np.dtype("<u2"),
                     5125: np.dtype("<u4"), 5126: np.dtype("<f4")}
@@ -153,6 +154,8 @@ class GltfDocument:
         self.file = str(path)
         self.allow_external_uris = external_uris_allowed(allow_external_uris)
         self.bin_chunk: memoryview | None = None
+        # every local file a URI names, with its stat taken before it is read (scene_cache keys on them)
+        self.local_files: list[tuple[Path, tuple | None]] = []
         self.json = self._parse_json(self._read_file())   # the JSON text is freed once parsed
         self._decoded_views: dict[int, memoryview] = {}   # EXT_meshopt_compression views, decoded once
         try:
@@ -287,6 +290,7 @@ class GltfDocument:
         if not inside and not self.allow_external_uris:
             raise self.error(where, f"{uri!r} points outside the model's folder; refused (allow it with "
                                     f"allow_external_uris=True or {ALLOW_EXTERNAL_ENV}=1)")
+        self.local_files.append((target, file_stat(target)))
         return target
 
     def _buffer(self, i: int, b) -> memoryview:

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import AssetError, UsageError, abridged
+from . import scene_cache
 from .geometry import area_weighted_normals, derived_normal_deltas, vertex_tangents
-from .gltf import GltfDocument
+from .gltf import GltfDocument, external_uris_allowed
 from .gltf_animation import gltf_animations
 from .gltf_canonical import canonical_glb
 from .gltf_check import apply_document, display_names
@@ -108,7 +109,7 @@ def isolation_default() -> bool:
 
 
 def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate: bool | None = None,
-               allow_external_uris: bool | None = None) -> SceneAsset:
+               allow_external_uris: bool | None = None, cache: bool = True) -> SceneAsset:
     """Import ``path`` (glTF/GLB primary, FBX and anything Assimp reads) and validate it.
 
     ``None`` loads the built-in default scene (red morph-only, blue skin-only, purple both; seed 003).
@@ -120,6 +121,9 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
       "the importer crashed on FILE (signal SIGFPE)"; default from ``VKMORPH_ISOLATE``, else on.
     - ``allow_external_uris``: let buffer/image URIs leave the model's folder (absolute paths, ``..``);
       default from ``VKMORPH_ALLOW_EXTERNAL_URIS``, else refused.
+    - ``cache``: a glTF file loaded before in this process, whose files (the model and every buffer and image
+      file it names) are all unchanged, is not imported again (``asset/scene_cache.py``: a deep copy, its
+      warnings re-issued; only successes are kept; ``VKMORPH_SCENE_CACHE=0`` turns it off).
     """
     path = default_scene_path() if path is None else path
     if not isinstance(path, (str, os.PathLike)):
@@ -137,6 +141,24 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
     isolated = (isolate if isolate is not None else isolation_default()) and can_isolate()
     if not gltf:
         return run_isolated(import_with_assimp, file, file=file) if isolated else import_with_assimp(file)
+    if not cache:
+        return _load_gltf(path, file, validate, isolated, allow_external_uris)[0]
+    key = scene_cache.options_key(path, validate, external_uris_allowed(allow_external_uris))
+    hit = scene_cache.lookup(key)
+    if hit is not None:
+        return hit
+    before = scene_cache.file_stat(path)   # taken before the file is read: a change during the import misses
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scene, doc = _load_gltf(path, file, validate, isolated, allow_external_uris)
+    scene_cache.store(key, [(path, before), *doc.local_files], scene, caught)
+    for w in caught:   # as they would have come without the recording
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return scene
+
+
+def _load_gltf(path: Path, file: str, validate: bool, isolated: bool, allow_external_uris) -> tuple:
+    """The glTF import: (scene, the GltfDocument it was read from)."""
     # glTF: vkmorph decodes the file (asset.gltf_canonical) and Assimp imports that decode; materials and clips
     # come from the file itself (clips: interpolation and CUBICSPLINE tangents, which Assimp drops)
     with np.errstate(all="ignore"):
@@ -156,7 +178,7 @@ def load_scene(path: str | Path | None = None, *, validate: bool = True, isolate
         _file_skins(doc, scene)
         scene.animations = gltf_animations(doc, scene)
         validate_animations(scene)
-    return scene
+    return scene, doc
 
 
 def _file_skins(doc, scene: SceneAsset) -> None:

@@ -171,10 +171,13 @@ TRANSFER_TO_HOST = _b(
     S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
     S.VK_PIPELINE_STAGE_HOST_BIT, S.VK_ACCESS_HOST_READ_BIT)
 READBACK_TO_BAKE_WRITES = _b(
-    # Batches in flight (vkmorph/bake.py, two slots): this batch's kernel rewrites the output buffer that the copy
-    # two batches back read, and its copy rewrites that batch's staging; the earlier copy must be done (WAR, WAW)
-    "previous readback -> bake writes",
-    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    # Batches in flight (vkmorph/bake.py, two slots): this batch's kernel rewrites the output buffer that the
+    # kernel and the copy two batches back wrote and read, and its copy rewrites that batch's staging; those must
+    # be done (WAW, WAR). Where the kernel writes host-visible memory directly (no copy), the host's read of it
+    # came before this submission, which queue submission orders.
+    "previous bake writes and readback -> bake writes",
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_TRANSFER_BIT,
+    S.VK_ACCESS_SHADER_WRITE_BIT | S.VK_ACCESS_TRANSFER_WRITE_BIT,
     S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | S.VK_PIPELINE_STAGE_TRANSFER_BIT,
     S.VK_ACCESS_SHADER_WRITE_BIT | S.VK_ACCESS_TRANSFER_WRITE_BIT)
 
@@ -229,6 +232,22 @@ TRANSFER_SRC_TO_PRESENT = ImageBarrier(
     "transfer src -> presentable",
     S.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, S.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0,
     L.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, L.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR)
+# render scale (app/scaled_view.py): the 3D view is rendered into a smaller image and blitted into the swapchain
+# image, which the overlay (panel) pass then draws over at full resolution
+SWAPCHAIN_TO_BLIT_DST = ImageBarrier(
+    # the acquire semaphore is waited for at COLOR_ATTACHMENT_OUTPUT: this barrier's source stage chains the blit
+    # behind it (the presentation engine's read of the image's previous frame is done); old contents discarded
+    "acquired swapchain image -> blit destination",
+    S.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, 0, S.VK_PIPELINE_STAGE_TRANSFER_BIT,
+    S.VK_ACCESS_TRANSFER_WRITE_BIT, L.VK_IMAGE_LAYOUT_UNDEFINED, L.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL)
+BLIT_DST_TO_PRESENT = ImageBarrier(
+    # the blit's writes before the overlay pass loads and blends over them; presentation itself is ordered by
+    # the render-done semaphore
+    "blit destination -> presentable (overlay pass loads it)",
+    S.VK_PIPELINE_STAGE_TRANSFER_BIT, S.VK_ACCESS_TRANSFER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+    S.VK_ACCESS_COLOR_ATTACHMENT_READ_BIT | S.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+    L.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, L.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR)
 
 # where the morph output goes next -> the final barrier MorphRuntime.record() records
 CONSUMERS = {"vertex": COMPUTE_TO_VERTEX, "compute": COMPUTE_TO_COMPUTE, "transfer": COMPUTE_TO_TRANSFER}

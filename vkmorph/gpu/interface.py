@@ -400,13 +400,14 @@ BAKE = ShaderInterface(
                   ("matrix", "first matrix of the instance in a frame's matrices (palette or world matrix)"))),
                       "readonly"),
               Binding("matrices", 2, STORAGE, (COMPUTE,), "mat4", "readonly"),
-              Binding("output", 3, STORAGE, (COMPUTE,), "float", "writeonly", member="values", block="Out",
+              Binding("output", 3, STORAGE, (COMPUTE,), "vec4", "writeonly", member="values", block="Out",
                       instance="dst")),
     push=PushConstants(Struct("Push", BAKE_PUSH, notes=(
         ("item_first", "workgroup y = item_first + item"),
         ("frame_first", "frames [frame_first, frame_first + frame_count) of the batch"),
         ("frames_per_group", "workgroup z covers frames_per_group of them"),
-        ("plane_floats", "floats between the position, normal and tangent planes"))), (COMPUTE,)),
+        ("frame_vertices", "vertices between two frames of a plane: a multiple of 4 (padded)"),
+        ("plane_floats", "floats between the position, normal and tangent planes (a multiple of 4)"))), (COMPUTE,)),
     local_size=64,
     constants=(("uint", "MODE_COPY", BAKE_COPY), ("uint", "MODE_RIGID", BAKE_RIGID),
                ("uint", "MODE_SKINNED", BAKE_SKINNED)))

@@ -113,9 +113,10 @@ class Allocator:
             ctx.allocator = Allocator(ctx)
         return ctx.allocator
 
-    def allocate(self, req, host: bool) -> tuple[_Block, int]:
+    def allocate(self, req, host: bool, preferred: int | None = None) -> tuple[_Block, int]:
         if host:
-            index = self.ctx.find_memory_type(req.memoryTypeBits, HOST_VISIBLE, vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+            index = self.ctx.find_memory_type(req.memoryTypeBits, HOST_VISIBLE,
+                                              vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT if preferred is None else preferred)
         else:
             index = self.ctx.find_memory_type(req.memoryTypeBits, DEVICE_LOCAL)
         block_bytes = BLOCK_BYTES[host]
@@ -155,9 +156,11 @@ class Allocator:
 
 class Buffer:
     """A VkBuffer sub-allocated from its Context's memory blocks. ``host=True`` gives a persistently mapped
-    buffer exposing ``mapped`` (uint8 numpy)."""
+    buffer exposing ``mapped`` (uint8 numpy), in a host-visible coherent memory type with the ``preferred``
+    property flags where one has them (default: host-cached, for what the host reads)."""
 
-    def __init__(self, ctx: Context, size: int, usage: int, *, host: bool = False, name: str = "buffer"):
+    def __init__(self, ctx: Context, size: int, usage: int, *, host: bool = False, name: str = "buffer",
+                 preferred: int | None = None):
         ctx.check_alive(f"creating buffer {name}")
         if size <= 0:
             size = 4  # Vulkan forbids zero-sized buffers; an empty array still needs a valid binding
@@ -170,7 +173,7 @@ class Buffer:
         try:
             req = vk.vkGetBufferMemoryRequirements(dev, self.handle)
             self._req_size = req.size
-            self._block, self.memory_offset = Allocator.of(ctx).allocate(req, host)
+            self._block, self.memory_offset = Allocator.of(ctx).allocate(req, host, preferred)
             call("vkBindBufferMemory", dev, self.handle, self._block.memory, self.memory_offset, what=name)
             if host:
                 self.mapped = self._block.mapped[self.memory_offset:self.memory_offset + self.size]
@@ -233,8 +236,43 @@ def device_buffer(ctx: Context, data: np.ndarray | bytes | None, usage: int, *, 
     return buf
 
 
+def host_cached_device_memory(ctx: Context) -> bool:
+    """Whether the device has a memory type that is device-local, host-visible and host-cached: CPU devices
+    (lavapipe) and most integrated GPUs, where a kernel can write its results straight into memory the host
+    reads at full speed (no staging copy). Discrete GPUs have none (their host-visible device memory, if any, is
+    uncached for the CPU), so a readback goes through a copy to host memory there."""
+    wanted = DEVICE_LOCAL | vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+    try:
+        ctx.find_memory_type(0xFFFFFFFF, wanted)
+    except GpuError:
+        return False
+    return True
+
+
 def host_buffer(ctx: Context, size: int, usage: int, name: str = "host buffer") -> Buffer:
     return Buffer(ctx, size, usage, host=True, name=name)
+
+
+def device_local_host_visible(ctx: Context) -> bool:
+    """Whether a memory type is device-local and host-visible + coherent (lavapipe's only type; a discrete GPU's
+    BAR / resizable-BAR memory): the host can write small per-frame inputs there that a kernel reads at
+    device speed, with no transfer in the frame (``write_buffer``)."""
+    try:
+        ctx.find_memory_type(0xFFFFFFFF, DEVICE_LOCAL | HOST_VISIBLE)
+    except GpuError:
+        return False
+    return True
+
+
+def write_buffer(ctx: Context, size: int, usage: int, name: str = "host-written buffer") -> Buffer:
+    """A persistently mapped buffer the host writes and the device reads: device-local + host-visible memory
+    where there is such a type (device_local_host_visible), else any host-visible coherent memory; zeroed.
+    Coherent memory needs no flush, and a host write made before vkQueueSubmit is visible to the commands that
+    submission runs (the submission's implicit host -> device memory dependency), so no barrier orders it; the
+    caller must not rewrite it while submitted work may still read it (per-slot buffers, the host's fence)."""
+    buf = Buffer(ctx, size, usage, host=True, name=name, preferred=DEVICE_LOCAL)
+    buf.mapped[:] = 0
+    return buf
 
 
 def upload(ctx: Context, dst: Buffer, data: np.ndarray, offset: int = 0) -> None:

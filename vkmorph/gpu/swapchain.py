@@ -68,6 +68,10 @@ class Swapchain:
         self.can_copy = bool(caps.supportedUsageFlags & vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT)
         if self.can_copy:
             usage |= vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT
+        # a blit destination: the demo's render scale upscales its 3D view into the image (app/scaled_view.py)
+        self.can_blit_to = bool(caps.supportedUsageFlags & vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT)
+        if self.can_blit_to:
+            usage |= vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT
         info = vk.VkSwapchainCreateInfoKHR(
             surface=surface, minImageCount=count, imageFormat=self.format, imageColorSpace=color_space,
             imageExtent=vk.VkExtent2D(width, height), imageArrayLayers=1, imageUsage=usage,

@@ -7,13 +7,16 @@ The seam to the facade (render/morph_pass.py, ``MorphRuntime``) is deliberately 
   ``inst.target_count`` and writes nothing into them) and publishes ``output`` (a ``memory.Buffer``: the morph
   output of every primitive) and ``ranges``, one row per instance (``RANGE``: byte offset of its vertices in an
   output slot, deltas stored, first chunk, chunks, first weight slot, targets).
-- ``record_uploads(cb, dirty)`` records the weight upload (transfer writes to buffers it owns) and returns the
-  bytes uploaded; ``record_dispatches(cb, dirty, slot)`` binds and dispatches (compute reads/writes) and returns a
+- ``record_uploads(cb, dirty, slot)`` writes the weights and returns the bytes written: with
+  ``weight_writes="transfer"`` it records ``vkCmdUpdateBuffer`` into one weight buffer shared by the slots
+  (transfer writes, ordered by the facade's barriers); with ``"host"`` it records nothing and writes output
+  slot ``slot``'s own host-visible weight buffer on the CPU (``WEIGHT_WRITES``, below);
+  ``record_dispatches(cb, dirty, slot)`` binds and dispatches (compute reads/writes) and returns a
   ``Dispatched`` (calls, chunk ranges, workgroups). ``dirty`` is an ascending int array of indices into
   ``instances``: the chunk ranges of adjacent dirty primitives are merged into one range, and every range is
   dispatched, whatever their number, so GPU work follows the dirty primitives. The facade records the barriers
-  around both (frames-in-flight guard before the uploads, transfer -> compute between, compute -> consumer
-  after), so these two calls record no barriers and never submit or wait.
+  around both (frames-in-flight guard before the uploads, transfer -> compute between unless the host wrote
+  the weights, compute -> consumer after), so these two calls record no barriers and never submit or wait.
 - ``gpu_bytes`` (name -> bytes), ``total_vertices``, ``total_deltas``, ``block_fill`` and ``kernel_family``
   ("workgroup" or "per-vertex", which the fill picks on a GPU); ``destroy()`` frees what it created.
 
@@ -65,6 +68,17 @@ UPLOAD_GAP_SLOTS = 256
 SHADERS = {"full": MORPH, "compact": MORPH_COMPACT}
 CPU_SHADERS = {"full": MORPH_VERTEX, "compact": MORPH_COMPACT_VERTEX}
 VERTEX_KERNEL_BELOW_FILL = 0.1
+# How a frame's weights reach the kernel:
+# - "transfer": one device-local weight buffer (and active-bit buffer) shared by every output slot, written in
+#   the frame by vkCmdUpdateBuffer, then TRANSFER_TO_COMPUTE. Works whatever the host does between frames
+#   (slots=1 with frames in flight: the guard barrier orders earlier reads on the GPU's timeline).
+# - "host": per output slot its own weight (and active-bit) buffer, host-visible and coherent (device-local
+#   where the device has such memory: gpu.memory.write_buffer), written by the CPU while the frame is recorded;
+#   the frame records no transfer and no transfer -> compute barrier (vkQueueSubmit makes earlier host writes to
+#   coherent memory visible to the submitted commands). Correct because a slot's buffer is rewritten only when
+#   that slot is recorded again, after the host waited for the fence of the frame that last used the slot (the
+#   rule of docs/embedding.md, "Output slots"); with one slot that means no frames in flight.
+WEIGHT_WRITES = ("auto", "host", "transfer")
 
 
 def subgroup_ballot_in_compute(ctx: Context) -> bool:
@@ -141,13 +155,19 @@ class MorphBatch:
 
     def __init__(self, ctx: Context, instances: Sequence[PrimitiveInstance], pose: SceneMorphPose, *,
                  delta_format: str = "full", slots: int = 1, kernel: str = "auto",
-                 copies: int | None = None):
+                 copies: int | None = None, weight_writes: str = "transfer"):
         if delta_format not in DELTA_FORMATS:
             raise UsageError(f"delta_format must be one of {DELTA_FORMATS}, got {delta_format!r}")
         if kernel not in KERNELS:
             raise UsageError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.ctx, self.pose, self.delta_format, self.slots = ctx, pose, delta_format, int(slots)
         self.kernel_choice = kernel
+        if weight_writes not in ("host", "transfer"):
+            raise UsageError(f"weight_writes must be 'host' or 'transfer' here, got {weight_writes!r}")
+        self.weight_writes = weight_writes
+        self.host_weights = weight_writes == "host"
+        self._slot = 0              # the output slot whose weights record_uploads is writing
+        self.update_calls = 0       # vkCmdUpdateBuffer calls recorded so far (none with weight_writes="host")
         # crowds (an int): instances, each with its own weights and output range, all else shared; None: one
         self.crowd_layout = copies is not None
         self.copies = 1 if copies is None else int(copies)
@@ -231,8 +251,14 @@ class MorphBatch:
             arrays["scales"] = data.scales
         for name, arr in arrays.items():
             buffers[name] = self._own(M.device_buffer(ctx, arr, M.STORAGE, name=f"morph {name}"))
-        self.weights = buffers["weights"] = self._own(M.device_buffer(
-            ctx, None, M.STORAGE, size=4 * self.weight_words * max(1, total_slots), name="morph weights"))
+        weight_bytes = 4 * self.weight_words * max(1, total_slots)
+        if self.host_weights:      # per output slot, written by the CPU (WEIGHT_WRITES)
+            self.slot_weights = [self._own(M.write_buffer(ctx, weight_bytes, M.STORAGE,
+                                                          name=f"morph weights (slot {k}, host-written)"))
+                                 for k in range(self.slots)]
+            self._slot_words = [b.view(np.uint32) for b in self.slot_weights]
+        self.weights = buffers["weights"] = self.slot_weights[0] if self.host_weights else self._own(
+            M.device_buffer(ctx, None, M.STORAGE, size=weight_bytes, name="morph weights"))
         # output slot k (frames in flight) starts at k * slot_stride; instance i of it i * instance_stride later
         self.instance_stride = out_bytes
         self.slot_stride = out_bytes * self.copies
@@ -242,7 +268,13 @@ class MorphBatch:
         M.upload_replicated(ctx, self.output, staging, self.slots * self.copies)
         # per-vertex kernel: bit s of the active-bit words = weight slot s is non-zero (+ a spare word it may read)
         self.active_bits = np.zeros((total_slots + 31) // 32 + 1 if lists else 0, np.uint32)
-        if lists:
+        if lists and self.host_weights:
+            self.slot_active = [self._own(M.write_buffer(ctx, self.active_bits.nbytes, M.STORAGE,
+                                                         name=f"morph active target bits (slot {k}, host-written)"))
+                                for k in range(self.slots)]
+            self._slot_bits = [b.view(np.uint32) for b in self.slot_active]
+            self.active = buffers["active_bits"] = self.slot_active[0]
+        elif lists:
             self.active = buffers["active_bits"] = self._own(M.device_buffer(
                 ctx, None, M.STORAGE, size=self.active_bits.nbytes, name="morph active target bits"))
         self.gpu_bytes = {name: b.size for name, b in buffers.items()}
@@ -267,6 +299,10 @@ class MorphBatch:
                 first = g * self.group_instances
                 n = min(self.group_instances, self.copies - first) if self.crowd_layout else 1
                 buffers["output"] = (self.output, k * self.slot_stride + first * out_bytes, max(n * out_bytes, 16))
+                if self.host_weights:
+                    buffers["weights"] = self.slot_weights[k]
+                    if lists:
+                        buffers["active_bits"] = self.slot_active[k]
                 per_group.append(self.pipeline.make_set(buffers))
                 if k == 0 and g == 0:
                     self.buffers = dict(buffers)
@@ -280,11 +316,13 @@ class MorphBatch:
             return np.array([0], np.int64), np.array([S], np.int64)
         return merged_ranges(self._weight_offset, self._target_count, dirty, UPLOAD_GAP_SLOTS)
 
-    def record_uploads(self, cb, dirty: np.ndarray | None) -> int:
-        """Gather the pose's weights and record their upload for the ``dirty`` primitives (None: all), one
-        vkCmdUpdateBuffer per merged weight range; returns bytes. Python work is per merged range (and the
-        active-bit words covering them), not per slot of the batch."""
+    def record_uploads(self, cb, dirty: np.ndarray | None, slot: int = 0) -> int:
+        """Gather the pose's weights for the ``dirty`` primitives (None: all) and write them for output
+        ``slot``, one write per merged weight range (``vkCmdUpdateBuffer``, or a copy into the slot's mapped
+        buffer with weight_writes="host"); returns bytes. Python work is per merged range (and the active-bit
+        words covering them), not per slot of the batch."""
         S = len(self.gpu_weights)
+        self._slot = slot
         firsts, counts = self._weight_ranges(dirty)
         ranges = list(zip(firsts.tolist(), counts.tolist()))
         for first, count in ranges:
@@ -359,11 +397,12 @@ class MorphBatch:
     def _instance_one(self) -> np.ndarray:
         return np.ones(self.copies, np.int64)
 
-    def record_crowd_uploads(self, cb, rows: np.ndarray, weights: np.ndarray) -> int:
+    def record_crowd_uploads(self, cb, rows: np.ndarray, weights: np.ndarray, slot: int = 0) -> int:
         """Gather the weights of the changed instances ``rows`` (ascending) from the crowd's (instances, pose
         slots) array and record their upload: one vkCmdUpdateBuffer per run of consecutive instances (per 64 KiB),
         their active-bit words likewise; all numpy over the rows, no Python work per instance. Returns bytes."""
         Sp, S = self.instance_slots, self.slot_count
+        self._slot = slot
         g = self.gpu_weights.reshape(self.copies, Sp)
         g[rows, :S] = weights[rows][:, self._gather]
         # rows in a bridged gap were uploaded at their current values (unchanged since), so rewriting is harmless
@@ -419,13 +458,19 @@ class MorphBatch:
         out.calls = k
         return out
 
-    @staticmethod
-    def _update(cb, buffer, first: int, words: np.ndarray) -> int:
-        """vkCmdUpdateBuffer of 4-byte ``words`` at word ``first`` of ``buffer`` (chunked at 64 KiB); bytes."""
+    def _update(self, cb, buffer, first: int, words: np.ndarray) -> int:
+        """4-byte ``words`` at word ``first`` of ``buffer`` (the weights or the active bits); bytes. "transfer":
+        vkCmdUpdateBuffer (chunked at 64 KiB) into the shared buffer; "host": a copy into the mapped buffer of
+        the slot being recorded, nothing recorded."""
+        if self.host_weights:
+            mine = (self._slot_words if buffer is self.weights else self._slot_bits)[self._slot]
+            mine[first:first + len(words)] = words.view(np.uint32)
+            return words.nbytes
         raw = words.view(np.uint8)
         for start in range(0, raw.nbytes, UPDATE_CHUNK):
             chunk = raw[start:start + UPDATE_CHUNK]
             vk.vkCmdUpdateBuffer(cb, buffer.handle, 4 * first + start, chunk.nbytes, M.cffi_pointer(chunk))
+            self.update_calls += 1
         return raw.nbytes
 
     def destroy(self) -> None:

@@ -14,9 +14,10 @@ reader compares the versions it applied, so no reader can consume a change meant
 ``record(cb, slot=, consumer=)`` is the only per-frame GPU call and compares versions at two levels: nothing but
 pending first-use uploads when the pose did not move since this output slot was last recorded (level 1);
 otherwise the primitives whose node's weight version differs from the one this slot applied (level 2) are
-re-uploaded and dispatched, adjacent ones merged into one chunk range, every range dispatched, bracketed by three
-named barriers: the frames-in-flight guard, transfer -> compute, and the final compute -> consumer barrier
-(vertex input by default; compute; transfer; or handed back un-recorded). It records into the caller's command
+re-uploaded and dispatched, adjacent ones merged into one chunk range, every range dispatched, bracketed by named
+barriers: the frames-in-flight guard, transfer -> compute (only when the weights went through vkCmdUpdateBuffer;
+host-written per-slot weights need none: ``weight_writes``), and the final compute -> consumer barrier (vertex
+input by default; compute; transfer; or handed back un-recorded). It records into the caller's command
 buffer and, on a borrowed context, never submits, waits or destroys what it did not create; see
 docs/embedding.md for the contract. ``draws(slot)`` returns that slot's ``DrawList`` (render/draw_list.py), built
 once and refreshed only where the skeleton's versions moved.
@@ -43,7 +44,7 @@ from ..morph.gpu_data import DELTA_FORMATS
 from ..morph.state import AppliedVersions
 from .crowd_draws import CrowdDrawList, build_crowd_draw_lists
 from .draw_list import Draw, DrawList, VertexInput, build_draw_lists, vertex_input_of
-from .morph_batch import KERNELS, MorphBatch
+from .morph_batch import KERNELS, WEIGHT_WRITES, MorphBatch
 
 __all__ = ["Draw", "DrawList", "FrameCounters", "MorphRuntime", "PrimitiveInstance", "Readback", "VertexInput",
            "vertex_input_of"]
@@ -56,7 +57,8 @@ class FrameCounters:
     dispatch_calls: int = 0  # vkCmdDispatch calls recorded
     dispatch_ranges: int = 0  # merged chunk ranges dispatched (adjacent changed primitives share one)
     groups: int = 0          # workgroups dispatched (one per chunk of 256 vertices): the GPU work recorded
-    bytes_uploaded: int = 0
+    bytes_uploaded: int = 0  # weight bytes written for this frame (recorded, or written by the host)
+    update_calls: int = 0    # vkCmdUpdateBuffer calls recorded (0 with weight_writes="host")
     barriers: int = 0        # pipeline barriers recorded
     pose_skipped: bool = False
     instances_dispatched: int = 0   # crowds: instances whose weights moved (each morphs all its primitives)
@@ -106,6 +108,10 @@ class MorphRuntime:
     ``weight_range``: allowed weights (None: the file's, at least [0, 1]; the conservative bounds follow it);
     ``clamp``: clamp weights outside it with a warning instead of raising ``UsageError``.
     ``kernel``: "auto" (the device and the batch's block fill pick), "workgroup" or "per-vertex".
+    ``weight_writes``: "host" (each output slot's weights in its own host-visible buffer written by the CPU: the
+    frame records no transfer and no transfer -> compute barrier; needs the fence rule of "Output slots" in
+    docs/embedding.md, with one slot no frames in flight), "transfer" (vkCmdUpdateBuffer in the frame) or
+    "auto" ("host" with slots >= 2 on a device with device-local host-visible memory, else "transfer").
     ``instances``: N (>= 1) makes a crowd: N instances of the scene sharing its base vertices, deltas, index
     buffers, pipeline and descriptor sets, each with its own weights, skeleton pose, transform and morph output
     range (``rt.crowd``, an ``anim/crowd.CrowdState``; ``rt.crowd[i].set_weights(node, w)``); ``record`` then
@@ -115,7 +121,7 @@ class MorphRuntime:
 
     def __init__(self, ctx: Context, scene: SceneAsset, *, weight_range: tuple[float, float] | None = None,
                  delta_format: str = "full", slots: int = 1, clamp: bool = False, kernel: str = "auto",
-                 instances: int | None = None):
+                 instances: int | None = None, weight_writes: str = "auto"):
         if not isinstance(ctx, Context):
             raise UsageError(f"MorphRuntime needs a vkmorph Context (Context.create or Context.from_external), "
                              f"got {type(ctx).__name__}")
@@ -128,6 +134,14 @@ class MorphRuntime:
             raise UsageError(f"slots must be an int >= 1 (one per frame in flight), got {slots!r}")
         if kernel not in KERNELS:
             raise UsageError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+        if weight_writes not in WEIGHT_WRITES:
+            raise UsageError(f"weight_writes must be one of {WEIGHT_WRITES}, got {weight_writes!r}")
+        # "auto": per-slot host-written weights (no transfer in the frame) where the fence rule of several
+        # output slots already holds and the device has device-local host-visible memory; otherwise the
+        # vkCmdUpdateBuffer path, which also serves one slot with frames in flight (morph_batch.WEIGHT_WRITES)
+        if weight_writes == "auto":
+            weight_writes = "host" if slots >= 2 and M.device_local_host_visible(ctx) else "transfer"
+        self.weight_writes = weight_writes
         self.ctx, self.scene, self.delta_format, self.slots = ctx, scene, delta_format, int(slots)
         self.kernel = kernel
         self.state = SceneState(scene, weight_range=weight_range, clamp=clamp)   # None: the file's range
@@ -195,7 +209,8 @@ class MorphRuntime:
         if self.morphing:
             self.batch = self._owner.own(MorphBatch(ctx, self.morphing, self.pose, delta_format=self.delta_format,
                                                     slots=self.slots, kernel=self.kernel,
-                                                    copies=None if self.crowd is None else self.crowd.count))
+                                                    copies=None if self.crowd is None else self.crowd.count,
+                                                    weight_writes=self.weight_writes))
             self.gpu_bytes = self.batch.gpu_bytes
             for inst, r in zip(self.morphing, self.batch.ranges):
                 inst.vertex_buffer = self.batch.output
@@ -325,8 +340,11 @@ class MorphRuntime:
         every = None if len(dirty) == n else dirty
         guard = barriers.PREVIOUS_FRAME_TO_MORPH if self.slots == 1 else barriers.PREVIOUS_MORPH_TO_MORPH
         c.barriers += barriers.record(cb, guard)
-        c.bytes_uploaded = self.batch.record_uploads(cb, every)
-        c.barriers += barriers.record(cb, barriers.TRANSFER_TO_COMPUTE)
+        calls = self.batch.update_calls
+        c.bytes_uploaded = self.batch.record_uploads(cb, every, slot)
+        c.update_calls = self.batch.update_calls - calls
+        if not self.batch.host_weights:     # host-written weights: vkQueueSubmit orders them (WEIGHT_WRITES)
+            c.barriers += barriers.record(cb, barriers.TRANSFER_TO_COMPUTE)
         d = self.batch.record_dispatches(cb, every, slot)
         c.dispatch_calls, c.dispatch_ranges, c.groups = d.calls, d.ranges, d.groups
         c.final_barrier = barriers.CONSUMERS[consumer]
@@ -364,8 +382,11 @@ class MorphRuntime:
             c.serial = self._last_serial = self.ctx.next_serial()
         guard = barriers.PREVIOUS_FRAME_TO_MORPH if self.slots == 1 else barriers.PREVIOUS_MORPH_TO_MORPH
         c.barriers += barriers.record(cb, guard)
-        c.bytes_uploaded = self.batch.record_crowd_uploads(cb, rows, crowd._weights)
-        c.barriers += barriers.record(cb, barriers.TRANSFER_TO_COMPUTE)
+        calls = self.batch.update_calls
+        c.bytes_uploaded = self.batch.record_crowd_uploads(cb, rows, crowd._weights, slot)
+        c.update_calls = self.batch.update_calls - calls
+        if not self.batch.host_weights:
+            c.barriers += barriers.record(cb, barriers.TRANSFER_TO_COMPUTE)
         d = self.batch.record_crowd_dispatches(cb, rows, slot)
         c.dispatch_calls, c.dispatch_ranges, c.groups = d.calls, d.ranges, d.groups
         c.final_barrier = barriers.CONSUMERS[consumer]
