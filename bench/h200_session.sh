@@ -28,7 +28,7 @@ for phase in "$@"; do
       timeout ${BENCH_S:-560} python3 -m vkmorph.app.cli bench --json "$r.json" --markdown "$r.md" --plot "$r.png" >"$r.txt" 2>&1
       echo "rc=$? $(tail -1 "$r.txt")" ;;
     extra)
-      timeout 150 python3 bench/h200_extra.py "$OUT/$tag-extra.json" bake dirty draws >"$OUT/$tag-extra.txt" 2>&1
+      timeout ${EXTRA_S:-150} python3 bench/h200_extra.py "$OUT/$tag-extra.json" ${EXTRA_SECTIONS:-bake dirty draws} >"$OUT/$tag-extra.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-extra.txt" ;;
     crowd)
       timeout 150 python3 -m vkmorph.app.crowd_bench --quick --json "$OUT/$tag-crowd.json" \
