@@ -25,7 +25,7 @@ for phase in "$@"; do
   case $phase in
     bench-*)
       r=$OUT/$tag-${phase#bench-}
-      timeout ${BENCH_S:-560} python3 -m vkmorph.app.cli bench --json "$r.json" --markdown "$r.md" --plot "$r.png" >"$r.txt" 2>&1
+      timeout ${BENCH_S:-560} python3 -m vkmorph.app.cli bench ${BENCH_ARGS:-} --json "$r.json" --markdown "$r.md" --plot "$r.png" >"$r.txt" 2>&1
       echo "rc=$? $(tail -1 "$r.txt")" ;;
     extra)
       timeout ${EXTRA_S:-150} python3 bench/h200_extra.py "$OUT/$tag-extra.json" ${EXTRA_SECTIONS:-bake dirty draws} >"$OUT/$tag-extra.txt" 2>&1
