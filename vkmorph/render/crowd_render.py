@@ -60,6 +60,7 @@ class CrowdItem:
     buffers: list | None = None        # per frame slot host buffer (None: the identity palette)
     views: list | None = None          # (instances, instance_matrices, 4, 4) float32 views of ``buffers``
     draw: object = None                # the runtime's CrowdDraw of this primitive (matrices, palette)
+    pulled: bool = False               # compute: crowd_pull.vert reads each instance's range (instanced draws)
 
 
 def visible_runs(visible: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -76,6 +77,10 @@ class CrowdFrame:
     """The crowd side of a ``SceneRenderer`` (see the module docstring). ``skinning``: "auto" (the cost model
     per primitive), "compute" or "vertex" for every skinned primitive; ``cull``: frustum culling;
     ``motion_vectors``: previous positions of the compute-skinned primitives (CrowdSkinning)."""
+
+    # compute-skinned primitives: crowd_pull.vert and one instanced draw per run of visible instances; False: the
+    # former per-instance draws (crowd_static.vert, binding 0 rebound per instance), the tests' exact reference
+    pull_compute = True
 
     def __init__(self, renderer, items, *, skinning: str = "auto", cull: bool = True,
                  motion_vectors: bool = False, animation="cpu", animation_clips: list | None = None):
@@ -113,6 +118,7 @@ class CrowdFrame:
         self.visible_idx, self.runs = visible_runs(self.visible)
         self._applied = [np.full(N, -1, np.int64) for _ in range(self.slots)]
         self.skinned_last = 0          # instances compute-skinned by the last record
+        self.draw_calls = 0            # vkCmdDraw* recorded by ``draw`` since the last ``record_deform`` (one frame)
 
     def _build(self, items) -> None:
         rt, N = self.rt, self.crowd.count
@@ -128,7 +134,8 @@ class CrowdFrame:
                 c = CrowdItem("compute", False, [sd[j].vertex_buffer for sd in skin_draws],
                               [sd[j].vertex_offset for sd in skin_draws], compute[key].instance_stride,
                               inst.prim.vertex_count, 0, draw=d)
-                it.vs = "crowd_static"
+                c.pulled = self.pull_compute
+                it.vs = "crowd_pull" if c.pulled else "crowd_static"
             else:
                 offs = [rt.vertex_buffer_offset(inst.node, inst.prim_index, slot=s) for s in self.output_slots]
                 width = d.joint_palette.shape[1] if inst.prim.is_skinned else 1
@@ -188,6 +195,7 @@ class CrowdFrame:
     def record_deform(self, cb, slot: int):
         """The morph pass (visible instances only) then the compute skinning; returns the morph counters."""
         vis = self.visible if self.cull else None
+        self.draw_calls = 0
         counters = self.rt.record(cb, slot=self.output_slots[slot], visible=vis)
         if self.animation is not None:   # palettes read by compute skinning (its own guard) and the vertex shaders
             self.animation.record(cb, self.output_slots[slot], time=self.time, consumer="vertex")
@@ -201,10 +209,11 @@ class CrowdFrame:
         """The draw calls of one crowd item (pipeline, sets and push constants already bound)."""
         c, n = it.crowd, it.index_count
         vb, base = c.vertex_buffers[slot], c.offsets[slot]
-        if c.shared:
+        if c.shared or c.pulled:   # pulled (compute-skinned): crowd_pull.vert reads instance i's range itself
             vk.vkCmdBindVertexBuffers(cb, 0, 2, [vb, extra_buffer], [base, 0])
             for first, count in self.runs:
                 vk.vkCmdDrawIndexed(cb, n, count, 0, 0, first)
+            self.draw_calls += len(self.runs)
         else:   # the instance's own range (morph or skinned output), its matrices by firstInstance; not
             # vertexOffset = i x V, which would offset binding 1 (colour, TEXCOORD_1: shared by instances) too
             vk.vkCmdBindVertexBuffers(cb, 0, 2, [vb, extra_buffer], [base, 0])
@@ -212,6 +221,7 @@ class CrowdFrame:
             for i in self.visible_idx.tolist():
                 vk.vkCmdBindVertexBuffers(cb, 0, 1, [vb], [base + i * stride])
                 vk.vkCmdDrawIndexed(cb, n, 1, 0, 0, i)
+            self.draw_calls += len(self.visible_idx)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         return self.culler.bounds()

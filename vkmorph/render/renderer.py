@@ -393,8 +393,9 @@ class SceneRenderer:
 
         def spec(vs, fs, **kw):
             vin = skinned_in if vs in ("skin", "crowd_skin") else static_in
-            return G.PipelineSpec(f"{vs}.vert", fs, vin.stride,
-                                  [(loc, fmt, off) for loc, _, fmt, off in vin.attributes],
+            # crowd_pull.vert reads binding 0's vertices from set 1 (crowd_vertices): no binding-0 attributes
+            attrs = [] if vs == "crowd_pull" else [(loc, fmt, off) for loc, _, fmt, off in vin.attributes]
+            return G.PipelineSpec(f"{vs}.vert", fs, vin.stride, attrs,
                                   extra_stride=EXTRA_VERTEX.itemsize, extra_attributes=EXTRA_ATTRIBUTES, **kw)
 
         self.pipelines = {}
@@ -421,10 +422,11 @@ class SceneRenderer:
     def _build_sets(self, g: G.ObjectGroup) -> None:
         ctx = self.ctx
         n_skinned = sum(1 for it in self.items if it.skinned or (it.crowd is not None and it.crowd.buffers))
-        self.pool = G.descriptor_pool(ctx, g, self.slots * (1 + n_skinned) + 1, {
+        n_pulled = sum(1 for it in self.items if it.crowd is not None and it.crowd.pulled)
+        self.pool = G.descriptor_pool(ctx, g, self.slots * (1 + n_skinned + n_pulled) + 1, {
             vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER: self.slots,
             vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER: self.slots,
-            vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: self.slots * n_skinned + 1})
+            vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: self.slots * (n_skinned + 2 * n_pulled) + 1})
         self.frame_ubos, self.frame_sets = [], []
         for _ in range(self.slots):
             ubo = self._own(M.host_buffer(ctx, FRAME_UBO.itemsize, M.UNIFORM, name="frame constants"))
@@ -448,10 +450,19 @@ class SceneRenderer:
                 arr["model"] = _col_major(np.eye(4))
                 arr["instance_matrices"] = it.crowd.instance_matrices if it.crowd is not None else 0
                 arr["matrix_first"] = it.crowd.matrix_first if it.crowd is not None else 0
+                arr["instance_vertices"] = it.crowd.vertex_count if it.crowd is not None else 0
                 it.push.append(arr)
                 it.push_ptr.append(M.cffi_pointer(arr))
             if it.crowd is not None:     # crowds: the per-slot instance matrices (none: identity, compute-skinned)
                 it.palette_sets = [ident_set] * self.slots
+                if it.crowd.pulled:   # identity palette + this slot's skinned vertices (crowd_pull.vert)
+                    pulled, c = SCENE["crowd_vertices"], it.crowd
+                    for slot in range(self.slots):
+                        s = G.allocate_set(ctx, self.pool, self.item_layout)
+                        G.write_buffer(ctx, s, palette.binding, descriptor_type(palette), ident.handle)
+                        G.write_buffer(ctx, s, pulled.binding, descriptor_type(pulled), c.vertex_buffers[slot],
+                                       c.offsets[slot], self.runtime.crowd.count * c.instance_stride)
+                        it.palette_sets[slot] = s
                 for slot, buf in enumerate(it.crowd.buffers or []):
                     s = G.allocate_set(ctx, self.pool, self.item_layout)
                     G.write_buffer(ctx, s, palette.binding, descriptor_type(palette), buf.handle)
