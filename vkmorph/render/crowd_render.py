@@ -6,16 +6,18 @@ Per primitive of the scene, one of three ways (``CrowdItem.mode``), fixed at bui
 
 * ``"compute"``: skinned once per frame by ``CrowdSkinning`` (render/crowd_skin.py; the cost model or the
   renderer's ``skinning=`` option picks it) into world-space ``STATIC_VERTEX`` vertices; every pass draws them
-  with ``crowd_static.vert`` and matrix 0 of the identity palette (``instance_matrices = 0``); instances are
-  ranges of one buffer: one binding-0 bind and one draw per visible instance.
+  with ``crowd_pull.vert`` and matrix 0 of the identity palette (``instance_matrices = 0``); instances are
+  ranges of one buffer, bound as set 1's ``crowd_vertices`` and read by the vertex shader at vertex
+  ``gl_InstanceIndex x instance_vertices + gl_VertexIndex``: one instanced draw per run of consecutive visible
+  instances (``pull_compute = False``: the former per-instance binds + draws with ``crowd_static.vert``).
 * ``"vertex"``: skinned in every pass by ``crowd_skin.vert`` from a per-slot host buffer holding every instance's
   world-space palette (``instance_matrices = joints``; ``gl_InstanceIndex`` picks the instance's).
 * ``"rigid"``: ``crowd_static.vert`` with one model matrix per instance (``instance_matrices = 1``).
 
 A primitive without targets that is not compute-skinned shares one vertex range between instances: it is drawn
-instanced, one ``vkCmdDrawIndexed`` per run of consecutive visible instances (``firstInstance`` = the run's first).
-A morphing one reads each instance's own range of the morph output: one bind + draw per visible instance
-(``firstInstance = i``, so its matrices are still its own).
+instanced, one ``vkCmdDrawIndexed`` per run of consecutive visible instances (``firstInstance`` = the run's first),
+as the compute-skinned ones are. A morphing vertex-shader-skinned or rigid one reads each instance's own range of
+the morph output: one bind + draw per visible instance (``firstInstance = i``, so its matrices are still its own).
 
 Matrices are written per frame slot for the instances whose skeleton version moved since that slot's last write
 (the host waited for the frame that last used the slot: the frames-in-flight rule). Culling
