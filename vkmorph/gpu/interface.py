@@ -249,10 +249,14 @@ FRAME_UBO = np.dtype([("view_proj", "<f4", 16), ("light_view_proj", "<f4", 16), 
                       ("camera_pos", "<f4", 4), ("sky", "<f4", 4), ("ground", "<f4", 4), ("viewport", "<f4", 4),
                       ("outline_color", "<f4", 4)])
 ITEM_PUSH = np.dtype([("model", "<f4", 16), ("pass", "<i4"), ("heat_joint", "<i4"), ("instance_matrices", "<i4"),
-                      ("matrix_first", "<i4"), ("instance_vertices", "<i4")])
-# crowd_pull.vert: a compute-skinned crowd primitive's STATIC_VERTEX vertices read from set 1's crowd_vertices
-# (instance i's range at i x instance_vertices vertices), so one instanced draw covers a run of instances
+                      ("matrix_first", "<i4"), ("instance_vec4", "<i4")])
+# crowd_pull.vert / crowd_skin_pull.vert: a crowd primitive's per-instance vertices read from set 1's crowd_vertices
+# (instance i's range at i x instance_vec4 vec4s: the compute-skinned output's STATIC_VERTEX vertices, or the morph
+# output's own range, STATIC_VERTEX (rigid) / SKINNED_VERTEX (vertex-shader skinned), whose instance stride
+# ``MorphBatch.instance_stride`` is 256-byte aligned, not a whole number of vertices), so one instanced draw
+# covers a run of instances
 PULLED_VERTEX_VEC4 = STATIC_VERTEX.itemsize // 16
+PULLED_SKINNED_VEC4 = SKINNED_VERTEX.itemsize // 16
 MATERIAL_UBO = np.dtype([("base_color", "<f4", 4), ("emissive", "<f4", 4), ("params", "<f4", 4),
                          ("modes", "<i4", 4), ("uv_xform0", "<f4", 16), ("uv_xform1", "<f4", 16),
                          ("uv_xform2", "<f4", 16)])
@@ -420,8 +424,8 @@ SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows wit
 _VF = (VERTEX, FRAGMENT)
 _F = (FRAGMENT,)
 SCENE = ShaderInterface(
-    "scene", ("skin.vert", "static.vert", "crowd_skin.vert", "crowd_static.vert", "crowd_pull.vert", "forward.frag",
-              "ground.frag",
+    "scene", ("skin.vert", "static.vert", "crowd_skin.vert", "crowd_static.vert", "crowd_pull.vert",
+              "crowd_skin_pull.vert", "forward.frag", "ground.frag",
               "outline.frag", "shadow_mask.frag"),
     "graphics pipelines: set 0 per frame (shadow map, frame constants), set 1 per item (skinning palette), "
     "set 2 per material",
@@ -436,8 +440,10 @@ SCENE = ShaderInterface(
                   ("outline_color", "linear RGBA of the selected mesh's outline"))), instance="frame"),
               Binding("palette", 0, STORAGE, (VERTEX,), "mat4", "readonly", set=1, member="joints",
                       instance="palette"),
-              # crowd_pull.vert: the skinned output range of a compute-skinned crowd primitive (every instance's
-              # STATIC_VERTEX vertices, PULLED_VERTEX_VEC4 vec4s each); written only in those items' sets
+              # crowd_pull.vert / crowd_skin_pull.vert: this slot's output range of a crowd primitive whose instances
+              # have their own vertices (compute-skinned: STATIC_VERTEX, PULLED_VERTEX_VEC4 vec4s each; morphing
+              # rigid: the morph output, STATIC_VERTEX; morphing vertex-shader skinned: the morph output,
+              # SKINNED_VERTEX, PULLED_SKINNED_VEC4 vec4s, joints as uint bits); written only in those items' sets
               Binding("crowd_vertices", 1, STORAGE, (VERTEX,), "vec4", "readonly", set=1, member="values",
                       block="CrowdVertices", instance="pulled"),
               Binding("material", 0, UNIFORM, _F, Struct("Material", MATERIAL_UBO, "MATERIAL_UBO", notes=(
@@ -462,10 +468,12 @@ SCENE = ShaderInterface(
                               "i x this; 0: every instance reads matrix 0)"),
         ("matrix_first", "crowd_*.vert: the item's first mat4 within an instance's matrices (GPU crowd animation: "
                          "the skin's palette block or the node's model column; else 0)"),
-        ("instance_vertices", "crowd_pull.vert: vertices between instances' ranges in crowd_vertices (instance i's "
-                              "vertex v is vertex i x this + v; gl_InstanceIndex includes firstInstance)"))),
+        ("instance_vec4", "crowd_pull.vert, crowd_skin_pull.vert: vec4s between instances' ranges in crowd_vertices "
+                          "(instance i's vertex v starts at vec4 i x this + v x the vertex's vec4s; "
+                          "gl_InstanceIndex includes firstInstance)"))),
         _VF, instance="item"),
     constants=(("float", "SHADOW_BIAS", SHADOW_BIAS), ("uint", "PULLED_VERTEX_VEC4", PULLED_VERTEX_VEC4),
+               ("uint", "PULLED_SKINNED_VEC4", PULLED_SKINNED_VEC4),
                ("int", "PASS_FORWARD", 0), ("int", "PASS_SHADOW", 1),
                ("int", "PASS_OUTLINE", 2), ("int", "ALPHA_OPAQUE", 0), ("int", "ALPHA_MASK", 1),
                ("int", "ALPHA_BLEND", 2)))
@@ -477,7 +485,7 @@ SKINNED_INPUT = ShaderInterface("skinned_vertex", ("skin.vert", "crowd_skin.vert
                                 "vertex inputs of skinned items",
                                 vertex=SKINNED_VERTEX)
 EXTRA_INPUT = ShaderInterface("extra_vertex", ("skin.vert", "static.vert", "crowd_skin.vert",
-                                               "crowd_static.vert", "crowd_pull.vert"),
+                                               "crowd_static.vert", "crowd_pull.vert", "crowd_skin_pull.vert"),
                               "vertex binding 1 of every graphics pipeline (COLOR_0, TEXCOORD_1; not morphed)",
                               vertex=EXTRA_VERTEX, vertex_location=EXTRA_VERTEX_LOCATION)
 
@@ -526,7 +534,7 @@ class StageLink:
 
 SCENE_VARYINGS = StageLink(
     "scene_varyings", ("skin.vert", "static.vert", "crowd_skin.vert", "crowd_static.vert",
-                       "crowd_pull.vert"), (
+                       "crowd_pull.vert", "crowd_skin_pull.vert"), (
         "forward.frag", "ground.frag", "outline.frag", "shadow_mask.frag"), (
         Varying(0, "world", "vec3", "world-space position"),
         Varying(1, "normal", "vec3", "world-space normal (not normalized)"),

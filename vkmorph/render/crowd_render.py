@@ -17,7 +17,11 @@ Per primitive of the scene, one of three ways (``CrowdItem.mode``), fixed at bui
 A primitive without targets that is not compute-skinned shares one vertex range between instances: it is drawn
 instanced, one ``vkCmdDrawIndexed`` per run of consecutive visible instances (``firstInstance`` = the run's first),
 as the compute-skinned ones are. A morphing vertex-shader-skinned or rigid one reads each instance's own range of
-the morph output: one bind + draw per visible instance (``firstInstance = i``, so its matrices are still its own).
+the morph output (``SKINNED_VERTEX`` / ``STATIC_VERTEX``, ``MorphBatch.instance_stride`` bytes apart): pulled as
+well (``crowd_skin_pull.vert`` / ``crowd_pull.vert``, set 1's ``crowd_vertices`` bound at this slot's range, vertex v
+of instance i at vec4 ``i x instance_vec4 + v x`` the layout's vec4s), so it is one instanced draw per run too; a
+range over ``maxStorageBufferRange`` or ``pull_vertex = False`` (the reference) falls back to one binding-0 bind +
+draw per visible instance (``firstInstance = i``, so its matrices are still its own).
 
 Matrices are written per frame slot for the instances whose skeleton version moved since that slot's last write
 (the host waited for the frame that last used the slot: the frames-in-flight rule). Culling
@@ -42,6 +46,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..gpu import memory as M
+from ..gpu.interface import PULLED_SKINNED_VEC4, PULLED_VERTEX_VEC4
 from ..gpu.vk import vk
 from .crowd_cull import CrowdCuller
 from .crowd_skin import CrowdSkinning
@@ -62,7 +67,13 @@ class CrowdItem:
     buffers: list | None = None        # per frame slot host buffer (None: the identity palette)
     views: list | None = None          # (instances, instance_matrices, 4, 4) float32 views of ``buffers``
     draw: object = None                # the runtime's CrowdDraw of this primitive (matrices, palette)
-    pulled: bool = False               # compute: crowd_pull.vert reads each instance's range (instanced draws)
+    pulled: bool = False               # the vertex shader reads each instance's range (instanced draws)
+
+
+def pulled_range(c: CrowdItem, count: int) -> int:
+    """Bytes of set 1's ``crowd_vertices`` range of a pulled item: instance 0's first vertex to the last's end."""
+    per_vertex = 16 * (PULLED_SKINNED_VEC4 if c.mode == "vertex" else PULLED_VERTEX_VEC4)
+    return (count - 1) * c.instance_stride + c.vertex_count * per_vertex
 
 
 def visible_runs(visible: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -83,6 +94,10 @@ class CrowdFrame:
     # compute-skinned primitives: crowd_pull.vert and one instanced draw per run of visible instances; False: the
     # former per-instance draws (crowd_static.vert, binding 0 rebound per instance), the tests' exact reference
     pull_compute = True
+    # morphing vertex-shader-skinned and rigid primitives (each instance its own morph output range):
+    # crowd_skin_pull.vert / crowd_pull.vert and one instanced draw per run of visible instances; False: one
+    # binding-0 bind + draw per visible instance (crowd_skin.vert / crowd_static.vert), the tests' exact reference
+    pull_vertex = True
 
     def __init__(self, renderer, items, *, skinning: str = "auto", cull: bool = True,
                  motion_vectors: bool = False, animation="cpu", animation_clips: list | None = None):
@@ -154,9 +169,20 @@ class CrowdFrame:
                                                          name=f"crowd matrices n{inst.node}p{inst.prim_index}"))
                                  for _ in range(self.slots)]
                     c.views = [b.view(np.float32, N * width * 16).reshape(N, width, 4, 4) for b in c.buffers]
-                it.vs = "crowd_skin" if inst.prim.is_skinned else "crowd_static"
+                # a morphing primitive: each instance its own range of the morph output; pulled by the vertex
+                # shader (crowd_skin_pull.vert / crowd_pull.vert) when that range fits one storage binding
+                c.pulled = not c.shared and self.pull_vertex and self._fits(c)
+                if c.pulled:
+                    it.vs = "crowd_skin_pull" if inst.prim.is_skinned else "crowd_pull"
+                else:
+                    it.vs = "crowd_skin" if inst.prim.is_skinned else "crowd_static"
             it.crowd = c
             self.items.append(c)
+
+    def _fits(self, c: CrowdItem) -> bool:
+        """Every instance's range of ``c`` bound as one storage range: within maxStorageBufferRange."""
+        limit = int(self.ctx.info.limits.get("maxStorageBufferRange", 1 << 31))
+        return pulled_range(c, self.crowd.count) <= limit
 
     def _own(self, buf):
         self._buffers.append(buf)
@@ -211,7 +237,7 @@ class CrowdFrame:
         """The draw calls of one crowd item (pipeline, sets and push constants already bound)."""
         c, n = it.crowd, it.index_count
         vb, base = c.vertex_buffers[slot], c.offsets[slot]
-        if c.shared or c.pulled:   # pulled (compute-skinned): crowd_pull.vert reads instance i's range itself
+        if c.shared or c.pulled:   # pulled: crowd_pull.vert / crowd_skin_pull.vert read instance i's range itself
             vk.vkCmdBindVertexBuffers(cb, 0, 2, [vb, extra_buffer], [base, 0])
             for first, count in self.runs:
                 vk.vkCmdDrawIndexed(cb, n, count, 0, 0, first)

@@ -392,9 +392,11 @@ class SceneRenderer:
         stencil = self.stencil
 
         def spec(vs, fs, **kw):
-            vin = skinned_in if vs in ("skin", "crowd_skin") else static_in
-            # crowd_pull.vert reads binding 0's vertices from set 1 (crowd_vertices): no binding-0 attributes
-            attrs = [] if vs == "crowd_pull" else [(loc, fmt, off) for loc, _, fmt, off in vin.attributes]
+            vin = skinned_in if vs in ("skin", "crowd_skin", "crowd_skin_pull") else static_in
+            # crowd_pull.vert / crowd_skin_pull.vert read binding 0's vertices from set 1 (crowd_vertices): no
+            # binding-0 attributes
+            pulled = vs in ("crowd_pull", "crowd_skin_pull")
+            attrs = [] if pulled else [(loc, fmt, off) for loc, _, fmt, off in vin.attributes]
             return G.PipelineSpec(f"{vs}.vert", fs, vin.stride, attrs,
                                   extra_stride=EXTRA_VERTEX.itemsize, extra_attributes=EXTRA_ATTRIBUTES, **kw)
 
@@ -450,22 +452,22 @@ class SceneRenderer:
                 arr["model"] = _col_major(np.eye(4))
                 arr["instance_matrices"] = it.crowd.instance_matrices if it.crowd is not None else 0
                 arr["matrix_first"] = it.crowd.matrix_first if it.crowd is not None else 0
-                arr["instance_vertices"] = it.crowd.vertex_count if it.crowd is not None else 0
+                arr["instance_vec4"] = it.crowd.instance_stride // 16 if it.crowd is not None else 0
                 it.push.append(arr)
                 it.push_ptr.append(M.cffi_pointer(arr))
             if it.crowd is not None:     # crowds: the per-slot instance matrices (none: identity, compute-skinned)
+                from .crowd_render import pulled_range
+
+                c = it.crowd
                 it.palette_sets = [ident_set] * self.slots
-                if it.crowd.pulled:   # identity palette + this slot's skinned vertices (crowd_pull.vert)
-                    pulled, c = SCENE["crowd_vertices"], it.crowd
-                    for slot in range(self.slots):
-                        s = G.allocate_set(ctx, self.pool, self.item_layout)
-                        G.write_buffer(ctx, s, palette.binding, descriptor_type(palette), ident.handle)
-                        G.write_buffer(ctx, s, pulled.binding, descriptor_type(pulled), c.vertex_buffers[slot],
-                                       c.offsets[slot], self.runtime.crowd.count * c.instance_stride)
-                        it.palette_sets[slot] = s
-                for slot, buf in enumerate(it.crowd.buffers or []):
+                for slot in range(self.slots if (c.pulled or c.buffers) else 0):
                     s = G.allocate_set(ctx, self.pool, self.item_layout)
-                    G.write_buffer(ctx, s, palette.binding, descriptor_type(palette), buf.handle)
+                    G.write_buffer(ctx, s, palette.binding, descriptor_type(palette),
+                                   c.buffers[slot].handle if c.buffers else ident.handle)
+                    if c.pulled:   # + this slot's range of every instance's vertices (crowd_*pull.vert)
+                        pulled = SCENE["crowd_vertices"]
+                        G.write_buffer(ctx, s, pulled.binding, descriptor_type(pulled), c.vertex_buffers[slot],
+                                       c.offsets[slot], pulled_range(c, self.runtime.crowd.count))
                     it.palette_sets[slot] = s
             elif it.skinned:
                 joints = len(self.scene.skins[it.skin].joints)
