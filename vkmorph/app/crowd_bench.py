@@ -562,6 +562,7 @@ def _pass_row(ctx, scene, clip, N: int, frames: int) -> dict:
                         samples.setdefault(f"{p}_{k}_ms", []).append(v)
                     samples.setdefault(f"{p}_frame_cpu_ms", []).append(cpu)
                     samples.setdefault(f"{p}_frame_wall_ms", []).append(wall)
+                    row[f"{p}_draw_calls"] = o.renderer.crowd_frame.draw_calls   # crowd draws of the frame
         for k, v in samples.items():
             row[k] = float(np.median(v))
         if "compute_morph_ms" in row and "vertex_morph_ms" in row:
@@ -591,7 +592,8 @@ def pass_line(r: dict) -> str:
         if f"{p}_forward_ms" in r:
             parts.append(f"{p}: morph {r[f'{p}_morph_ms']:.2f} skin {r[f'{p}_skin_ms']:.2f} shadow "
                          f"{r[f'{p}_shadow_ms']:.2f} forward {r[f'{p}_forward_ms']:.2f} ms GPU "
-                         f"(frame {r[f'{p}_frame_cpu_ms']:.1f} ms CPU, {r[f'{p}_frame_wall_ms']:.1f} wall)")
+                         f"(frame {r[f'{p}_frame_cpu_ms']:.1f} ms CPU, {r[f'{p}_frame_wall_ms']:.1f} wall"
+                         + (f", {r[f'{p}_draw_calls']} crowd draws" if f"{p}_draw_calls" in r else "") + ")")
         else:
             parts.append(f"{p}: skipped ({r.get(f'{p}_skipped', '')})")
     ratio = f"; vertex / compute (skin + shadow + forward) {r['vertex_over_compute']:.2f}" \
@@ -606,7 +608,7 @@ def pass_markdown(rows: list[dict]) -> list[str]:
            f"renderers, frames interleaved, every instance changing every frame, culling off, "
            f"{PASS_SIZE[0]}x{PASS_SIZE[1]} no MSAA, shadow map 512; median of {rows[0].get('frames', 0)} frames; "
            "the morph pass is the same for both; frame CPU = thread time of update + record + submit + wait, "
-           "wall beside it):", "",
+           "wall beside it; draws: the frame's crowd vkCmdDraw* calls, CrowdFrame.draw_calls):", "",
            "| instances | path | morph ms | skinning ms | shadow ms | forward ms | skin+shadow+forward ms | "
            "frame CPU ms (wall) | vertex / compute | model picks (bytes per vertex: compute, vertex) |",
            "|---|---|---|---|---|---|---|---|---|---|"]
@@ -621,7 +623,8 @@ def pass_markdown(rows: list[dict]) -> list[str]:
             ratio = f"{r['vertex_over_compute']:.2f}" if p == "vertex" and "vertex_over_compute" in r else ""
             mb = r.get("model_bytes") or {}
             pick = f"{r['model_choice']} ({mb.get('compute')}, {mb.get('vertex')})" if p == "compute" else ""
-            out.append(f"| {r['instances']:,} | {p} | {r[f'{p}_morph_ms']:.2f} | {r[f'{p}_skin_ms']:.2f} | "
+            draws = f" ({r[f'{p}_draw_calls']:,} draws)" if f"{p}_draw_calls" in r else ""
+            out.append(f"| {r['instances']:,} | {p}{draws} | {r[f'{p}_morph_ms']:.2f} | {r[f'{p}_skin_ms']:.2f} | "
                        f"{r[f'{p}_shadow_ms']:.2f} | {r[f'{p}_forward_ms']:.2f} | {r[f'{p}_deform_draw_ms']:.2f} | "
                        f"{r[f'{p}_frame_cpu_ms']:.1f} ({r[f'{p}_frame_wall_ms']:.1f}) | {ratio} | {pick} |")
     return out

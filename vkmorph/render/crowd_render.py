@@ -7,8 +7,8 @@ Per primitive of the scene, one of three ways (``CrowdItem.mode``), fixed at bui
 * ``"compute"``: skinned once per frame by ``CrowdSkinning`` (render/crowd_skin.py; the cost model or the
   renderer's ``skinning=`` option picks it) into world-space ``STATIC_VERTEX`` vertices; every pass draws them
   with ``crowd_pull.vert`` and matrix 0 of the identity palette (``instance_matrices = 0``); instances are
-  ranges of one buffer, bound as set 1's ``crowd_vertices`` and read by the vertex shader at vertex
-  ``gl_InstanceIndex x instance_vertices + gl_VertexIndex``: one instanced draw per run of consecutive visible
+  ranges of one buffer, bound as set 1's ``crowd_vertices`` and read by the vertex shader at vec4
+  ``gl_InstanceIndex x instance_vec4 + gl_VertexIndex x 3``: one instanced draw per run of consecutive visible
   instances (``pull_compute = False``: the former per-instance binds + draws with ``crowd_static.vert``).
 * ``"vertex"``: skinned in every pass by ``crowd_skin.vert`` from a per-slot host buffer holding every instance's
   world-space palette (``instance_matrices = joints``; ``gl_InstanceIndex`` picks the instance's).
