@@ -72,7 +72,8 @@ void main() {
     if (lane >= h.vertexCount) return;
     // crowds: this row's instance has its own weight slots (and active bits: instanceSlots is a multiple of 32)
     // and its own output range; base, records and deltas are shared by every instance
-    uint inst = pc.firstInstance + gl_WorkGroupID.y;
+    uint inst = pc.fromList != 0u ? instanceList[pc.firstInstance + gl_WorkGroupID.y]
+                                  : pc.firstInstance + gl_WorkGroupID.y;
     uint slot0 = h.slotWords.x + inst * pc.instanceSlots;
     uint v = h.firstVertex + lane;
     uint r = h.firstEntry + lane * (h.slotWords.y + 1u);
@@ -196,7 +197,8 @@ void main() {
     Chunk h = chunks[c];
     uvec4 head = uvec4(h.firstVertex, h.vertexCount, h.firstEntry, h.endEntry);
     // crowds: this row's instance reads its own weights (scales stay per target) and writes its own range
-    uint inst = pc.firstInstance + gl_WorkGroupID.y;
+    uint inst = pc.fromList != 0u ? instanceList[pc.firstInstance + gl_WorkGroupID.y]
+                                  : pc.firstInstance + gl_WorkGroupID.y;
     uint wBase = inst * pc.instanceSlots;
     uvec2 dst = uvec2(h.outVec4 + (inst - pc.outputInstance) * pc.instanceVec4, h.strideVec4);
     bool live = lane < head.y;

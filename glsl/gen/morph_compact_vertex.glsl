@@ -26,6 +26,7 @@ layout(std430, set = 0, binding = 6) readonly buffer Base { vec4 base[]; };
 layout(std430, set = 0, binding = 7) writeonly buffer Output { vec4 outVec4[]; };
 layout(std430, set = 0, binding = 4) readonly buffer DeltaA { uvec4 deltaA[]; };
 layout(std430, set = 0, binding = 5) readonly buffer DeltaB { uint deltaB[]; };
+layout(std430, set = 0, binding = 9) readonly buffer InstanceList { uint instanceList[]; };
 
 layout(push_constant) uniform Push {
     uint firstChunk;        // chunk of workgroup 0 of this dispatch
@@ -33,4 +34,5 @@ layout(push_constant) uniform Push {
     uint instanceSlots;     // weight slots (and active bits) per instance, a multiple of 32
     uint instanceVec4;      // output vec4s per instance
     uint outputInstance;    // instance at vec4 0 of the output binding
+    uint fromList;          // non-zero: row y morphs instance instanceList[first_instance + y]
 } pc;

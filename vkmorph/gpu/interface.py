@@ -233,8 +233,10 @@ BLOCK_STRUCT = Struct("Block", BLOCK_ENTRY, f"{_GPU_DATA}.BLOCK_ENTRY", (
 # dispatch morphs instance first_instance + y, whose weight slots start at (first_instance + y) * instance_slots
 # and whose output at (first_instance + y - output_instance) * instance_vec4 vec4s of the output binding (bound
 # per group of instances that fits maxStorageBufferRange, from instance output_instance on); one instance: zeros.
+# from_list != 0: row y morphs instance instance_list[first_instance + y] instead (scattered changed instances in
+# one dispatch: the list of the frame's changed instances, ascending, written with the weights).
 MORPH_PUSH = np.dtype([("first_chunk", "<u4"), ("first_instance", "<u4"), ("instance_slots", "<u4"),
-                       ("instance_vec4", "<u4"), ("output_instance", "<u4")])
+                       ("instance_vec4", "<u4"), ("output_instance", "<u4"), ("from_list", "<u4")])
 NORMALS_PUSH = np.dtype([("first_vertex", "<u4"), ("vertex_count", "<u4")])
 SKIN_CAPTURE_PUSH = np.dtype([(n, "<u4") for n in ("vertex_count", "stride_words", "position_offset",
                                                    "normal_offset", "tangent_offset", "joints_offset",
@@ -293,13 +295,15 @@ def _morph(name: str, shader: str, compact: bool, vertex_lists: bool) -> ShaderI
         bindings=(Binding("chunks", 0, STORAGE, c, CHUNK_STRUCT, "readonly"),) + blocks + (
                   weights,
                   Binding("base", 6, STORAGE, c, "vec4", "readonly"),         # 3 per vertex: its first 48 bytes
-                  Binding("output", 7, STORAGE, c, "vec4", "writeonly", member="outVec4")) + delta,
+                  Binding("output", 7, STORAGE, c, "vec4", "writeonly", member="outVec4")) + delta + (
+                  Binding("instance_list", 9, STORAGE, c, "uint", "readonly"),),   # crowds: changed instances
         push=PushConstants(Struct("Push", MORPH_PUSH, notes=(
             ("first_chunk", "chunk of workgroup 0 of this dispatch"),
             ("first_instance", "instance of workgroup row 0 (gl_WorkGroupID.y) of this dispatch"),
             ("instance_slots", "weight slots (and active bits) per instance, a multiple of 32"),
             ("instance_vec4", "output vec4s per instance"),
-            ("output_instance", "instance at vec4 0 of the output binding"))), c),
+            ("output_instance", "instance at vec4 0 of the output binding"),
+            ("from_list", "non-zero: row y morphs instance instanceList[first_instance + y]"))), c),
         local_size=CHUNK,
         constants=(("float", "NORMALIZE_EPSILON", NORMALIZE_EPSILON), ("uint", "CHUNK", CHUNK)))
 

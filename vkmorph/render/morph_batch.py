@@ -55,6 +55,12 @@ MAX_GROUPS = 65535           # maxComputeWorkGroupCount[0] every device supports
 # bytes more costs less than a second call (Python and command-buffer overhead). Dispatches never bridge: a
 # gap's chunks would be recomputed for nothing.
 UPLOAD_GAP_SLOTS = 256
+# Crowds ("transfer"): a weight upload bridges gaps of up to this many bytes of unchanged instances' rows (their
+# current values, as above). One vkCmdUpdateBuffer carries at most 64 KiB, so with gaps up to that size bridged
+# the calls are at most ~2 per 64 KiB of the changed rows' span (bounded by the crowd's weight bytes / 32 KiB,
+# whatever the number of runs); the bytes copied into the command buffer cost less than a call per run (~25 us
+# recorded per call on lavapipe against ~5 us per 64 KiB copied).
+CROWD_UPLOAD_GAP_BYTES = 65536
 # Kernel per delta format. Two families, each with its own data layout (morph/gpu_data.py):
 # - workgroup (GPUs with subgroup ballots): per chunk of 256 vertices the active (chunk, target) blocks are
 #   compacted in shared memory and each thread finds its deltas in them by popcount; cost per thread grows
@@ -132,6 +138,7 @@ class Dispatched:
     calls: int = 0       # vkCmdDispatch calls
     ranges: int = 0      # merged chunk ranges (adjacent dirty primitives share one)
     groups: int = 0      # workgroups (chunks of 256 vertices) dispatched
+    from_list: bool = False   # crowds: the rows read the frame's instance list (several runs of instances)
 
 
 def merged_ranges(first: np.ndarray, count: np.ndarray, idx: np.ndarray, gap: int = 0
@@ -277,6 +284,19 @@ class MorphBatch:
         elif lists:
             self.active = buffers["active_bits"] = self._own(M.device_buffer(
                 ctx, None, M.STORAGE, size=self.active_bits.nbytes, name="morph active target bits"))
+        # crowds: the frame's changed instances (ascending uint32), which a list dispatch's rows read
+        # (record_crowd_dispatches); written like the weights: vkCmdUpdateBuffer into one shared buffer, or the
+        # host into the slot's own mapped one. One instance: a 16-byte placeholder the kernel never reads.
+        list_bytes = 4 * max(4, self.copies) if self.crowd_layout else 16
+        if self.host_weights and self.crowd_layout:
+            self.slot_lists = [self._own(M.write_buffer(ctx, list_bytes, M.STORAGE,
+                                                        name=f"morph instance list (slot {k}, host-written)"))
+                               for k in range(self.slots)]
+            self._slot_list_words = [b.view(np.uint32) for b in self.slot_lists]
+            self.instance_list = buffers["instance_list"] = self.slot_lists[0]
+        else:
+            self.instance_list = buffers["instance_list"] = self._own(M.device_buffer(
+                ctx, None, M.STORAGE, size=list_bytes, name="morph instance list"))
         self.gpu_bytes = {name: b.size for name, b in buffers.items()}
         self.gpu_bytes["output"] = self.output.size
         # A crowd's output range can exceed maxStorageBufferRange (128 MiB on lavapipe: 1,600 RobotExpressives):
@@ -303,6 +323,8 @@ class MorphBatch:
                     buffers["weights"] = self.slot_weights[k]
                     if lists:
                         buffers["active_bits"] = self.slot_active[k]
+                    if self.crowd_layout:
+                        buffers["instance_list"] = self.slot_lists[k]
                 per_group.append(self.pipeline.make_set(buffers))
                 if k == 0 and g == 0:
                     self.buffers = dict(buffers)
@@ -399,64 +421,133 @@ class MorphBatch:
 
     def record_crowd_uploads(self, cb, rows: np.ndarray, weights: np.ndarray, slot: int = 0) -> int:
         """Gather the weights of the changed instances ``rows`` (ascending) from the crowd's (instances, pose
-        slots) array and record their upload: one vkCmdUpdateBuffer per run of consecutive instances (per 64 KiB),
-        their active-bit words likewise; all numpy over the rows, no Python work per instance. Returns bytes."""
+        slots) array and write them for output ``slot``; all numpy over the rows, no Python work per instance or
+        per run of consecutive ones. Returns bytes.
+
+        "host": one fancy-indexed assignment of the changed rows into the slot's mapped buffers (weights, active
+        bits). "transfer": vkCmdUpdateBuffer over the changed rows' span with every gap of at most
+        ``crowd_upload_gap`` instances bridged (CROWD_UPLOAD_GAP_BYTES): the calls are bounded by the crowd's
+        weight bytes / 64 KiB, whatever the number of runs. When the rows form several runs it also writes this
+        frame's instance list, which record_crowd_dispatches' list dispatch reads (``_crowd_plan``)."""
         Sp, S = self.instance_slots, self.slot_count
         self._slot = slot
         g = self.gpu_weights.reshape(self.copies, Sp)
         g[rows, :S] = weights[rows][:, self._gather]
-        # rows in a bridged gap were uploaded at their current values (unchanged since), so rewriting is harmless
-        firsts, counts = self.instance_runs(rows, max(0, UPLOAD_GAP_SLOTS // max(Sp, 1) - 1))
-        runs = list(zip(firsts.tolist(), counts.tolist()))
+        gs = None
         if self.gpu_scaled is not None:
             gs = self.gpu_scaled.reshape(self.copies, Sp, 4)
             gs[rows, :S] = g[rows, :S, None] * self.scales[None, :S]
-            n = sum(self._update(cb, self.weights, 4 * f * Sp, self.gpu_scaled[f * Sp:(f + c) * Sp].reshape(-1))
-                    for f, c in runs)
-        else:
-            n = sum(self._update(cb, self.weights, f * Sp, self.gpu_weights[f * Sp:(f + c) * Sp]) for f, c in runs)
-        if len(self.active_bits):
-            W = Sp // 32
-            words = self.active_bits[:self.copies * W].reshape(self.copies, W)
+        W = Sp // 32
+        words = self.active_bits[:self.copies * W].reshape(self.copies, W) if len(self.active_bits) else None
+        if words is not None:
             words[rows] = np.packbits(g[rows] != 0, axis=1, bitorder="little").view(np.uint32)
+        rows = np.asarray(rows, np.int64)
+        list_ = self._crowd_plan(rows)[3]     # several runs: the dispatch reads this frame's instance list
+        n = 0
+        if self.host_weights:       # one vectorized copy of the changed rows each, nothing recorded
+            if list_:
+                n += self._write_list(cb, rows.astype(np.uint32), slot)
+            mine = self._slot_words[slot]
+            if gs is not None:
+                mine[:self.copies * Sp * 4].reshape(self.copies, Sp * 4)[rows] = \
+                    self.gpu_scaled.view(np.uint32).reshape(self.copies, Sp * 4)[rows]
+            else:
+                mine[:self.copies * Sp].reshape(self.copies, Sp)[rows] = g.view(np.uint32)[rows]
+            n += len(rows) * Sp * 4 * self.weight_words
+            if words is not None:
+                self._slot_bits[slot][:self.copies * W].reshape(self.copies, W)[rows] = words[rows]
+                n += len(rows) * W * 4
+            return n
+        # rows in a bridged gap were uploaded at their current values (unchanged since), so rewriting is harmless
+        firsts, counts = self.instance_runs(rows, self.crowd_upload_gap)
+        if list_:
+            n += self._write_list(cb, rows.astype(np.uint32), slot)
+        runs = list(zip(firsts.tolist(), counts.tolist()))
+        if gs is not None:
+            n += sum(self._update(cb, self.weights, 4 * f * Sp, self.gpu_scaled[f * Sp:(f + c) * Sp].reshape(-1))
+                     for f, c in runs)
+        else:
+            n += sum(self._update(cb, self.weights, f * Sp, self.gpu_weights[f * Sp:(f + c) * Sp]) for f, c in runs)
+        if words is not None:
             n += sum(self._update(cb, self.active, f * W, self.active_bits[f * W:(f + c) * W]) for f, c in runs)
         return n
 
+    @property
+    def crowd_upload_gap(self) -> int:
+        """Instances a crowd's weight upload bridges between changed ones ("transfer"): CROWD_UPLOAD_GAP_BYTES of
+        their weight rows (at least UPLOAD_GAP_SLOTS' worth, as for primitives)."""
+        row = 4 * self.instance_slots * self.weight_words
+        return max(UPLOAD_GAP_SLOTS // max(self.instance_slots, 1) - 1, CROWD_UPLOAD_GAP_BYTES // max(row, 1))
+
     def record_crowd_dispatches(self, cb, rows: np.ndarray, slot: int = 0) -> Dispatched:
-        """Morph every chunk of the changed instances ``rows`` into output ``slot``: per run of consecutive
-        instances one dispatch (chunks x instances; split at MAX_GROUPS either way), workgroup row y morphing
-        instance first_instance + y."""
-        firsts, counts = self.instance_runs(rows)
-        out = Dispatched(ranges=len(firsts), groups=int(self._chunk_total * counts.sum()))
+        """Morph every chunk of the changed instances ``rows`` (ascending) into output ``slot``, workgroup row y
+        morphing one instance. One run of consecutive instances (per binding group): rows first_instance + y, as
+        before. Several runs: the rows are written as this frame's instance list (vkCmdUpdateBuffer, or the
+        slot's mapped list with weight_writes="host") and one dispatch per binding group (chunks x its changed
+        instances; split at MAX_GROUPS either way) reads instance = list[first_instance + y]: the calls do not
+        follow the runs, and no unchanged instance is morphed (bridging runs would re-morph every instance of a
+        gap: a whole instance's chunks each, against ~25-40 us of recording per extra dispatch)."""
+        rows = np.asarray(rows, np.int64)
+        firsts, counts, bounds, from_list = self._crowd_plan(rows)
+        out = Dispatched(ranges=len(firsts), groups=int(self._chunk_total * len(rows)))
         if not out.groups:
             return out
         G = self.group_instances
         chunk_pieces = [(c, min(MAX_GROUPS, self._chunk_total - c)) for c in range(0, self._chunk_total, MAX_GROUPS)]
-        row_pieces = []        # (first instance, rows): within one binding group and MAX_GROUPS rows
-        for f, n in zip(firsts.tolist(), counts.tolist()):
-            r = f
-            while r < f + n:
-                end = min(f + n, (r // G + 1) * G, r + MAX_GROUPS)
-                row_pieces.append((r, end - r))
-                r = end
+        row_pieces = []        # (first instance | first list index, rows, binding group)
+        if from_list:          # record_crowd_uploads wrote the list (before the transfer -> compute barrier)
+            for grp in range(len(bounds) - 1):
+                lo, hi = int(bounds[grp]), int(bounds[grp + 1])
+                for r in range(lo, hi, MAX_GROUPS):
+                    row_pieces.append((r, min(hi, r + MAX_GROUPS) - r, grp))
+        else:
+            for f, n in zip(firsts.tolist(), counts.tolist()):
+                r = f
+                while r < f + n:
+                    end = min(f + n, (r // G + 1) * G, r + MAX_GROUPS)
+                    row_pieces.append((r, end - r, r // G))
+                    r = end
         push = np.zeros(len(chunk_pieces) * len(row_pieces), PUSH)
         push["first_chunk"] = np.tile([c for c, _ in chunk_pieces], len(row_pieces))
-        push["first_instance"] = np.repeat([r for r, _ in row_pieces], len(chunk_pieces))
-        push["output_instance"] = np.repeat([r // G * G for r, _ in row_pieces], len(chunk_pieces))
+        push["first_instance"] = np.repeat([r for r, _, _ in row_pieces], len(chunk_pieces))
+        push["output_instance"] = np.repeat([grp * G for _, _, grp in row_pieces], len(chunk_pieces))
         push["instance_slots"] = self.instance_slots
         push["instance_vec4"] = self.instance_stride // 16
+        push["from_list"] = int(from_list)
         base = vk.ffi.cast("char *", M.cffi_pointer(push))
         k, bound = 0, -1
-        for r, nrows in row_pieces:
-            if r // G != bound:
-                bound = r // G
+        for _r, nrows, grp in row_pieces:
+            if grp != bound:
+                bound = grp
                 self.pipeline.bind(cb, self.descriptor_sets[slot][bound])
             for _c, groups in chunk_pieces:
                 self.pipeline.push(cb, base + k * PUSH.itemsize, PUSH.itemsize)
                 vk.vkCmdDispatch(cb, groups, nrows, 1)
                 k += 1
         out.calls = k
+        out.from_list = from_list
         return out
+
+    def _crowd_plan(self, rows: np.ndarray):
+        """(run firsts, run counts, list index where each binding group starts, list dispatch?) of ``rows``:
+        the list when a binding group holds more than one run of consecutive instances."""
+        firsts, counts = self.instance_runs(rows)
+        G = self.group_instances
+        bounds = np.searchsorted(rows, np.arange(0, self.copies + G, G))
+        return firsts, counts, bounds, len(firsts) > int(np.count_nonzero(np.diff(bounds)))
+
+    def _write_list(self, cb, ids: np.ndarray, slot: int) -> int:
+        """This frame's instance list (uint32 ``ids``) at word 0: the slot's mapped list ("host") or
+        vkCmdUpdateBuffer into the shared one (ordered by the facade's barriers like the weights)."""
+        if self.host_weights:
+            self._slot_list_words[slot][:len(ids)] = ids
+            return ids.nbytes
+        raw = ids.view(np.uint8)
+        for start in range(0, raw.nbytes, UPDATE_CHUNK):
+            chunk = raw[start:start + UPDATE_CHUNK]
+            vk.vkCmdUpdateBuffer(cb, self.instance_list.handle, start, chunk.nbytes, M.cffi_pointer(chunk))
+            self.update_calls += 1
+        return raw.nbytes
 
     def _update(self, cb, buffer, first: int, words: np.ndarray) -> int:
         """4-byte ``words`` at word ``first`` of ``buffer`` (the weights or the active bits); bytes. "transfer":
