@@ -348,7 +348,9 @@ def gpu_anim_scaling(ctx, timer, N: int = 10000, ks=(0, 1, 100, 1000, 10000), fr
                 anim.record(cb, time=clock[0])
                 rec["cpu"] = time.thread_time()
             morph_ms, anim_ms = timer.run([seg_morph, seg_anim], 1)
-            return 1e3 * (rec["cpu"] - c0), morph_ms, anim_ms, rec["c"].instances_dispatched
+            c = rec["c"]
+            return 1e3 * (rec["cpu"] - c0), morph_ms, anim_ms, c.instances_dispatched, c.dispatch_calls, \
+                c.update_calls, c.dispatch_ranges
 
         frame(0, np.zeros(0, np.int64))
         for k in ks:
@@ -357,7 +359,10 @@ def gpu_anim_scaling(ctx, timer, N: int = 10000, ks=(0, 1, 100, 1000, 10000), fr
             out.append({"instances": N, "changed": k, "cpu_ms": float(np.median([r[0] for r in res])),
                         "morph_gpu_ms": float(np.median([r[1] for r in res])),
                         "anim_gpu_ms": float(np.median([r[2] for r in res])),
-                        "instances_dispatched": int(np.median([r[3] for r in res]))})
+                        "instances_dispatched": int(np.median([r[3] for r in res])),
+                        "dispatch_calls": int(np.median([r[4] for r in res])),
+                        "update_calls": int(np.median([r[5] for r in res])),
+                        "runs": int(np.median([r[6] for r in res]))})
     finally:
         if anim is not None:
             anim.destroy()
@@ -371,9 +376,11 @@ def gpu_scaling_markdown(rows: list[dict]) -> list[str]:
         return []
     out = ["", f"GPU animation, all {rows[0]['instances']:,} instances playing (the clock moves every frame), k of "
            "them with weights set by the host per frame (CPU: setter + morph record + palettes pass, thread time):", "",
-           "| weights changed | CPU ms | GPU morph ms | GPU anim ms | instances morphed |", "|---|---|---|---|---|"]
+           "| weights changed | CPU ms | GPU morph ms | GPU anim ms | instances morphed | runs | dispatches | "
+           "vkCmdUpdateBuffer |", "|---|---|---|---|---|---|---|---|"]
     out += [f"| {d['changed']:,} | {d['cpu_ms']:.2f} | {d['morph_gpu_ms']:.3f} | {d['anim_gpu_ms']:.3f} | "
-            f"{d['instances_dispatched']:,} |" for d in rows]
+            f"{d['instances_dispatched']:,} | {d.get('runs', '')} | {d.get('dispatch_calls', '')} | "
+            f"{d.get('update_calls', '')} |" for d in rows]
     return out
 
 

@@ -447,15 +447,20 @@ class MorphBatch:
         if self.host_weights:       # one vectorized copy of the changed rows each, nothing recorded
             if list_:
                 n += self._write_list(cb, rows.astype(np.uint32), slot)
-            mine = self._slot_words[slot]
-            if gs is not None:
-                mine[:self.copies * Sp * 4].reshape(self.copies, Sp * 4)[rows] = \
-                    self.gpu_scaled.view(np.uint32).reshape(self.copies, Sp * 4)[rows]
-            else:
-                mine[:self.copies * Sp].reshape(self.copies, Sp)[rows] = g.view(np.uint32)[rows]
+            # a few runs (all changing: one): slice copies, cheaper than a gather; else one fancy-indexed copy
+            firsts, counts = self.instance_runs(rows)
+            sel = [slice(f, f + c) for f, c in zip(firsts.tolist(), counts.tolist())] if len(firsts) <= 4 \
+                else [rows]
+            src = self.gpu_scaled.view(np.uint32).reshape(self.copies, Sp * 4) if gs is not None \
+                else g.view(np.uint32)
+            dst = self._slot_words[slot][:src.size].reshape(src.shape)
+            for r in sel:
+                dst[r] = src[r]
             n += len(rows) * Sp * 4 * self.weight_words
             if words is not None:
-                self._slot_bits[slot][:self.copies * W].reshape(self.copies, W)[rows] = words[rows]
+                bits = self._slot_bits[slot][:self.copies * W].reshape(self.copies, W)
+                for r in sel:
+                    bits[r] = words[r]
                 n += len(rows) * W * 4
             return n
         # rows in a bridged gap were uploaded at their current values (unchanged since), so rewriting is harmless

@@ -55,7 +55,8 @@ class FrameCounters:
     dispatched: int = 0      # primitives whose morph was recomputed (exactly those whose weights moved)
     skipped: int = 0         # morphing primitives left as they were
     dispatch_calls: int = 0  # vkCmdDispatch calls recorded
-    dispatch_ranges: int = 0  # merged chunk ranges dispatched (adjacent changed primitives share one)
+    dispatch_ranges: int = 0  # merged chunk ranges dispatched (adjacent changed primitives share one; crowds:
+    #                           runs of consecutive changed instances, however few dispatches cover them)
     groups: int = 0          # workgroups dispatched (one per chunk of 256 vertices): the GPU work recorded
     bytes_uploaded: int = 0  # weight bytes written for this frame (recorded, or written by the host)
     update_calls: int = 0    # vkCmdUpdateBuffer calls recorded (0 with weight_writes="host")
@@ -115,8 +116,9 @@ class MorphRuntime:
     ``instances``: N (>= 1) makes a crowd: N instances of the scene sharing its base vertices, deltas, index
     buffers, pipeline and descriptor sets, each with its own weights, skeleton pose, transform and morph output
     range (``rt.crowd``, an ``anim/crowd.CrowdState``; ``rt.crowd[i].set_weights(node, w)``); ``record`` then
-    uploads and dispatches only the instances whose weights moved (one dispatch per run of consecutive ones)
-    and ``crowd_draws(slot)`` replaces ``draws``. Memory grows by each instance's morph output (and palette).
+    uploads and dispatches only the instances whose weights moved (one dispatch per binding group: over a
+    run of consecutive ones, or over the frame's list of changed instances when they form several runs) and
+    ``crowd_draws(slot)`` replaces ``draws``. Memory grows by each instance's morph output (and palette).
     """
 
     def __init__(self, ctx: Context, scene: SceneAsset, *, weight_range: tuple[float, float] | None = None,
