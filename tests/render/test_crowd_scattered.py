@@ -10,8 +10,21 @@ import numpy as np
 import pytest
 
 from tests.render.crowd_scenes import crowd_scene
-from tests.render.test_crowd import check_tol, weights_of
+from vkmorph.morph.reference import morph_reference
 from vkmorph.render.morph_pass import MorphRuntime
+
+
+def weights_of(rt, row, inst):
+    return rt.crowd.weights[row][rt.pose.slice_of(inst.node)][:inst.target_count]
+
+
+def check_tol(rt, inst, instance, weights, tol):
+    """Instance ``instance``'s output of ``inst`` (the slot last recorded) against the numpy reference."""
+    out = rt.read_vertices(inst, instance=instance, slot=rt.last_counters.slot)
+    p, _n, _t = morph_reference(inst.prim, weights)
+    size = float(np.ptp(inst.prim.vertices["position"], axis=0).max()) or 1.0
+    assert np.abs(out["position"] - p).max() <= tol * 1e-5 * size, f"instance {instance}"
+    assert np.array_equal(out["texcoord"], inst.prim.vertices["texcoord"])
 
 
 def _count_updates(monkeypatch):
