@@ -135,3 +135,62 @@ def test_recorded_calls_bounded_whatever_the_runs(ctx, monkeypatch, weight_write
             for i in (0, 1, 1 + stride, rows[-1], N - 1):   # spot checks (the test above checks every one)
                 for inst in rt.morphing:
                     check_tol(rt, inst, int(i), weights_of(rt, int(i), inst), 1)
+
+
+@pytest.mark.parametrize("weight_writes,slots", [("transfer", 1), ("host", 2)])
+def test_scattered_frames_in_flight(ctx, weight_writes, slots):
+    """Frames submitted without waiting for the previous one (two command buffers; with one slot the guard
+    barrier orders the shared weights, active bits and instance list; with host-written weights the host waits
+    for the fence of the frame that last used a slot): every frame's readback of every instance exact."""
+    from vkmorph.gpu.vk import call, vk
+
+    rng = np.random.default_rng(8)
+    scene = crowd_scene(rng)
+    N, frames = 12, 6
+    with MorphRuntime(ctx, scene, instances=N, slots=slots, weight_writes=weight_writes) as rt:
+        S = rt.crowd.weights.shape[1]
+        cbs = [ctx.allocate_command_buffer() for _ in range(2)]
+        fences = [call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None) for _ in range(2)]
+        pending: list = [None, None]
+        worst = [0.0]
+
+        def collect(k):
+            ctx.wait_fence(fences[k])
+            serial, weights, reads = pending[k]
+            ctx.completed(serial)
+            for i, inst, rb in reads:
+                w = weights[i][rt.pose.slice_of(inst.node)][:inst.target_count]
+                p, _n, _t = morph_reference(inst.prim, w.astype(np.float64))
+                worst[0] = max(worst[0], float(np.abs(rb.vertices()["position"] - p).max()))
+            pending[k] = None
+        try:
+            for f in range(frames):
+                k = f % 2
+                if pending[k] is not None:
+                    collect(k)
+                w = rt.crowd.weights.copy()
+                rows = np.sort(rng.choice(N, N // 3, replace=False)) if f else np.arange(N)
+                w[rows] = rng.random((len(rows), S)) * (rng.random((len(rows), S)) < 0.6)
+                rt.crowd.set_all_weights(w)
+                cb = cbs[k]
+                vk.vkResetCommandBuffer(cb, 0)
+                ctx.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+                slot = f % slots
+                c = rt.record(cb, slot=slot, consumer="transfer")
+                assert c.dispatch_calls == 1
+                reads = [(i, inst, rt.record_readback(cb, inst.node, slot=slot, instance=i))
+                         for i in range(N) for inst in rt.morphing]
+                ctx.end(cb)
+                ctx.submit([cb], fence=fences[k])
+                pending[k] = (ctx.last_serial, rt.crowd.weights.copy(), reads)
+            for k in range(2):
+                if pending[k] is not None:
+                    collect(k)
+        finally:
+            for k in range(2):
+                if pending[k] is not None:
+                    ctx.wait_fence(fences[k])
+                    ctx.completed(pending[k][0])
+                vk.vkDestroyFence(ctx.device, fences[k], None)
+                ctx.free_command_buffer(cbs[k])
+        assert worst[0] <= 1e-4
