@@ -340,23 +340,32 @@ class MorphRuntime:
         if not c.serial:
             c.serial = self._last_serial = self.ctx.next_serial()
         every = None if len(dirty) == n else dirty
+        self._record_frame(cb, c, consumer, emit_barrier,
+                           lambda: self.batch.record_uploads(cb, every, slot),
+                           lambda: self.batch.record_dispatches(cb, every, slot))
+        c.dispatched = len(dirty)
+        applied.applied(slot, pose.version, dirty, cur)    # only now: what was really recorded
+        self.last_counters = c
+        return c
+
+    def _record_frame(self, cb, c: FrameCounters, consumer: str, emit_barrier: bool, upload, dispatch) -> None:
+        """The recorded frame of a scene or a crowd, in one place (docs/embedding.md's contract): the guard
+        barrier, ``upload()`` (the changed weights: vkCmdUpdateBuffer, or host writes), transfer -> compute
+        (only on the update path: vkQueueSubmit orders host writes, WEIGHT_WRITES), ``dispatch()``, then the
+        consumer barrier if asked for; counters filled as it goes."""
         guard = barriers.PREVIOUS_FRAME_TO_MORPH if self.slots == 1 else barriers.PREVIOUS_MORPH_TO_MORPH
         c.barriers += barriers.record(cb, guard)
         calls = self.batch.update_calls
-        c.bytes_uploaded = self.batch.record_uploads(cb, every, slot)
+        c.bytes_uploaded = upload()
         c.update_calls = self.batch.update_calls - calls
-        if not self.batch.host_weights:     # host-written weights: vkQueueSubmit orders them (WEIGHT_WRITES)
+        if not self.batch.host_weights:
             c.barriers += barriers.record(cb, barriers.TRANSFER_TO_COMPUTE)
-        d = self.batch.record_dispatches(cb, every, slot)
+        d = dispatch()
         c.dispatch_calls, c.dispatch_ranges, c.groups = d.calls, d.ranges, d.groups
         c.final_barrier = barriers.CONSUMERS[consumer]
         if emit_barrier:
             c.barriers += barriers.record(cb, c.final_barrier)
             c.final_barrier_recorded = True
-        c.dispatched = len(dirty)
-        applied.applied(slot, pose.version, dirty, cur)    # only now: what was really recorded
-        self.last_counters = c
-        return c
 
     def _record_crowd(self, cb, c: FrameCounters, consumer: str, emit_barrier: bool,
                       visible: np.ndarray | None = None) -> FrameCounters:
@@ -382,19 +391,9 @@ class MorphRuntime:
             return c
         if not c.serial:
             c.serial = self._last_serial = self.ctx.next_serial()
-        guard = barriers.PREVIOUS_FRAME_TO_MORPH if self.slots == 1 else barriers.PREVIOUS_MORPH_TO_MORPH
-        c.barriers += barriers.record(cb, guard)
-        calls = self.batch.update_calls
-        c.bytes_uploaded = self.batch.record_crowd_uploads(cb, rows, crowd._weights, slot)
-        c.update_calls = self.batch.update_calls - calls
-        if not self.batch.host_weights:
-            c.barriers += barriers.record(cb, barriers.TRANSFER_TO_COMPUTE)
-        d = self.batch.record_crowd_dispatches(cb, rows, slot)
-        c.dispatch_calls, c.dispatch_ranges, c.groups = d.calls, d.ranges, d.groups
-        c.final_barrier = barriers.CONSUMERS[consumer]
-        if emit_barrier:
-            c.barriers += barriers.record(cb, c.final_barrier)
-            c.final_barrier_recorded = True
+        self._record_frame(cb, c, consumer, emit_barrier,
+                           lambda: self.batch.record_crowd_uploads(cb, rows, crowd._weights, slot),
+                           lambda: self.batch.record_crowd_dispatches(cb, rows, slot))
         c.dispatched, c.instances_dispatched = P * len(rows), len(rows)
         applied.applied(slot, total, rows, cur)    # only now: what was really recorded
         self.last_counters = c
