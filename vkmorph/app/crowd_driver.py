@@ -17,7 +17,7 @@ import numpy as np
 
 from ..anim.crowd import CrowdState
 from ..asset.model import AnimationClip, MorphWeightChannel, NodeChannel, SceneAsset
-from .driver import SINE_PERIOD
+from .driver import SINE_PERIOD, ModeClock
 
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0     # phases spread evenly over the loop, never repeating a neighbour's
 SPACING = 1.6                             # grid pitch in units of one instance's footprint (x, z extent)
@@ -59,22 +59,20 @@ def grid_transforms(count: int, footprint: float) -> np.ndarray:
     return m
 
 
-class CrowdDriver:
+class CrowdDriver(ModeClock):
     """Animates every instance of ``crowd``: mode "sine" (the built-in scene's drivers of app/driver.py, each
     instance shifted by its own phase) or a clip name, instance i at ``phase[i] x loop + speed[i] x time``.
     ``renderer``: a ``SceneRenderer`` with ``animation="gpu"`` whose ``CrowdAnimation`` has the file's clips (and
     ``sine_clip`` first with ``sine``): the skeletons are then posed on the GPU (module docstring)."""
 
+    SINE, WRAPS = "sine", False     # one clock for every instance's own speed: no wrap (ModeClock)
+
     def __init__(self, scene: SceneAsset, crowd: CrowdState, footprint: float, *, sine: bool, renderer=None):
-        self.scene, self.crowd = scene, crowd
+        self._init_modes(scene, sine)
+        self.crowd = crowd
         self.renderer = renderer
         self.animation = renderer.animation if renderer is not None else None
         self._playing: str | None = None       # GPU: the mode the instances were last told to play
-        self.modes = (["sine"] if sine else []) + [a.name for a in scene.animations]
-        self.mode = 0
-        self.time = 0.0
-        self.paused = False
-        self.overrides: dict[tuple[int, int], float] = {}     # (node, target) -> weight, for every instance
         crowd.set_transforms(grid_transforms(crowd.count, footprint))
         self.phase = (np.arange(crowd.count) * GOLDEN) % 1.0          # fraction of the loop
         self.speed = 0.8 + 0.4 * ((np.arange(crowd.count) * GOLDEN * GOLDEN) % 1.0)   # 0.8 .. 1.2
@@ -83,39 +81,8 @@ class CrowdDriver:
         self._bones = [k for k, n in enumerate(scene.nodes) if n.name.endswith("Bone1")]
         self.apply()
 
-    @property
-    def mode_name(self) -> str:
-        return self.modes[self.mode] if self.modes else "static"
-
-    @property
-    def loop_length(self) -> float:
-        name = self.mode_name
-        if name == "sine":
-            return SINE_PERIOD
-        return float(self.scene.clip(name).duration) if name != "static" else 0.0
-
-    def advance(self, dt: float) -> None:
-        if not self.paused:
-            self.time += dt
-            self.apply()
-
-    def step(self, dt: float = 1.0 / 30.0) -> None:
-        self.time += dt
-        self.apply()
-
-    def cycle(self) -> str:
-        if self.modes:
-            self.mode = (self.mode + 1) % len(self.modes)
-            self.time = 0.0
-            self.apply()
-        return self.mode_name
-
-    def set_override(self, node: int, target: int, value: float) -> float:
-        """Hold ``target`` of ``node`` at ``value`` on every instance (the panel's sliders, UP / DOWN)."""
-        lo, hi = self.crowd.pose.weight_range
-        self.overrides[(node, target)] = min(max(value, lo), hi)
-        self.apply()
-        return self.overrides[(node, target)]
+    def _weight_range(self) -> tuple[float, float]:
+        return self.crowd.pose.weight_range     # overrides hold on every instance
 
     @property
     def on_gpu(self) -> bool:
