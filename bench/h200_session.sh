@@ -3,7 +3,8 @@
 # brought along in .gl/ .gl2/ .whl/ (ignored paths, carried by the device tool), then run the named phases from the
 # repository root, writing everything under $OUT/<tag>-*. Phases: bench-a bench-b (the full benchmark; two runs
 # show the spread), suite (the whole test suite under the validation layer with synchronization validation),
-# embed (tools/embed_example.py on every test model), render (a headless `vkmorph render` of every test model),
+# embed (tools/embed_example.py on every test model), render (a headless `vkmorph render` of every test model,
+# compared with lavapipe's renders of the same commit in .rendref/, made beforehand by the loop in bench/render_compare.py's docstring),
 # extra (bench/h200_extra.py: bake, k-of-N changed, draws CPU), crowd (vkmorph.app.crowd_bench --quick),
 # crowd-full (N up to 10,000), crowd-passes (both skinning paths per pass; heads), suite-par (the suite over 8 pytest-xdist workers).
 #   bash bench/h200_session.sh 2026-12-01-h200 bench-a bench-b      # one device call
@@ -57,13 +58,17 @@ for phase in "$@"; do
         VKMORPH_VALIDATION=1 timeout 120 python3 tools/embed_example.py $m >"$OUT/embed.tmp" 2>&1
         echo "rc=$? ${m:-built-in scene}: $(tail -1 "$OUT/embed.tmp")"
       done | tee "$OUT/$tag-embed.txt"; rm -f "$OUT/embed.tmp" ;;
-    render)
-      mkdir -p "$OUT/render"
+    render)         # renders stay on the device (too many files to bring back); compared there with the lavapipe
+                    # renders of the same commit carried in .rendref/ (bench/render_compare.py, the suite's rule)
+      mkdir -p /tmp/render
       for m in $models; do
         n=$(basename "$(dirname "$m")")-$(basename "${m%.*}")
-        VKMORPH_VALIDATION=1 timeout 120 python3 -m vkmorph.app.cli render "$m" --out "$OUT/render/$n.png" >"$OUT/r.tmp" 2>&1
+        VKMORPH_VALIDATION=1 timeout 120 python3 -m vkmorph.app.cli render "$m" --out "/tmp/render/$n.png" >"$OUT/r.tmp" 2>&1
         echo "rc=$? $n $(tail -1 "$OUT/r.tmp")"
-      done | tee "$OUT/$tag-render.txt"; rm -f "$OUT/r.tmp" ;;
+      done | tee "$OUT/$tag-render.txt"; rm -f "$OUT/r.tmp"
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+      python3 bench/render_compare.py .rendref /tmp/render "${gpu:-other GPU}" "$OUT/render-diffs" \
+        | tee "$OUT/$tag-render-compare.txt" | tail -3 ;;
     *) echo "unknown phase $phase" ;;
   esac
 done
