@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.render.test_crowd_anim import anim_scene
+from tests.render.crowd_scenes import anim_scene, crowd_scene, random_quats
 from vkmorph.anim.crowd import CrowdState
 from vkmorph.asset.model import STATIC_VERTEX
 from vkmorph.gpu import memory as M
@@ -209,9 +209,6 @@ def test_one_slot_scattered_changes_cpu_posed(ctx):
     """One output slot, host-posed crowd, changes in scattered instances (several dispatch runs per primitive):
     ``last`` is ``output``'s own range, so the runs are ordered by SKIN_RUN_TO_NEXT_RUN (without it: a
     SYNC-HAZARD-READ-AFTER-WRITE); previous == the last frame's vertices bit for bit."""
-    from tests.render.crowd_scenes import crowd_scene
-    from tests.render.test_crowd_render import pose_randomly
-
     rng = np.random.default_rng(52)
     N = 6
     with MorphRuntime(ctx, crowd_scene(rng), instances=N, slots=1) as rt:
@@ -219,8 +216,12 @@ def test_one_slot_scattered_changes_cpu_posed(ctx):
         try:
             (d,) = skin.draws(0)
             last = None
-            for rows in (None, [0, 2, 5], [1, 4]):
-                pose_randomly(rt, rng, rows=rows)
+            for rows in (np.arange(N), [0, 2, 5], [1, 4]):
+                crowd = rt.crowd
+                crowd.set_all_weights(rng.random((len(rows), crowd.weights.shape[1])), rows=rows)
+                R = np.array(crowd.local[1])[rows]
+                R[:] = random_quats(rng, R.shape[0] * R.shape[1]).reshape(R.shape)
+                crowd.set_local(rotation=R, rows=rows)
                 ctx.submit_and_wait(lambda cb: (rt.record(cb, consumer="compute"), skin.record(cb, 0)))
                 cur = [skinned(ctx, skin, 0, d, i) for i in range(N)]
                 for i in range(N):
