@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.helpers import random_prim
-from vkmorph.asset.model import SKINNED_VERTEX, MeshAsset, NodeAsset, SceneAsset, SkinAsset
+from vkmorph.asset.model import SKINNED_VERTEX, AnimationClip, MeshAsset, NodeAsset, NodeChannel, SceneAsset, SkinAsset
 
 
 def crowd_scene(rng) -> SceneAsset:
@@ -26,3 +26,51 @@ def crowd_scene(rng) -> SceneAsset:
     skins = [SkinAsset(np.array([3, 4, 5]), inv)]
     meshes = [MeshAsset("ma", [a]), MeshAsset("mb", [b]), MeshAsset("mc", [c])]
     return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=[], roots=[0, 1, 2, 3])
+
+
+def random_quats(rng, k):
+    q = rng.normal(size=(k, 4))
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def anim_scene(rng) -> SceneAsset:
+    """A skinned primitive on a 4-joint chain under a root node, and two clips covering every interpolation of
+    every path (STEP, LINEAR, CUBICSPLINE; rotations slerped), one with two channels on the same path."""
+    b = random_prim(rng, 200, 3, 0.4)
+    v = np.zeros(len(b.vertices), SKINNED_VERTEX)
+    for f in b.vertices.dtype.names:
+        v[f] = b.vertices[f]
+    v["joints"] = rng.integers(0, 4, (len(v), 4))
+    w = rng.random((len(v), 4))
+    v["weights"] = w / w.sum(axis=1, keepdims=True)
+    b.vertices, b.skin = v, 0
+    nodes = [NodeAsset("mesh", mesh=0, skin=0), NodeAsset("root", children=[2], translation=[0.5, 0, 0]),
+             NodeAsset("j0", parent=1, children=[3], rotation=list(random_quats(rng, 1)[0])),
+             NodeAsset("j1", parent=2, children=[4], translation=[0, 1, 0]),
+             NodeAsset("j2", parent=3, children=[5], translation=[0, 1, 0], scale=[1.1, 0.9, 1.0]),
+             NodeAsset("j3", parent=4, children=[6], translation=[0, 0.5, 0]),
+             NodeAsset("prop", parent=5, mesh=1, translation=[0.1, 0.2, 0])]      # a rigid part on the chain
+    inv = np.stack([np.eye(4)] * 4)
+    inv[:, 1, 3] = [0.0, -1.0, -2.0, -2.5]
+    skins = [SkinAsset(np.array([2, 3, 4, 5]), inv)]
+    k = 6
+    times = np.sort(rng.random(k)) * 2.0
+    times[0] = 0.0
+    lin_t = rng.normal(size=(k, 3))
+    cub_s = 1.0 + 0.2 * rng.normal(size=(3 * k, 3))
+    a = AnimationClip("a", float(times[-1]), node_channels=[
+        NodeChannel(2, "rotation", times, random_quats(rng, k), "LINEAR"),
+        NodeChannel(3, "translation", times, lin_t, "LINEAR"),
+        NodeChannel(4, "scale", times, cub_s, "CUBICSPLINE"),
+        NodeChannel(5, "rotation", times[:3], random_quats(rng, 3), "STEP"),
+        NodeChannel(1, "translation", times, rng.normal(size=(k, 3)), "STEP"),
+        NodeChannel(1, "translation", times, rng.normal(size=(k, 3)), "LINEAR")])   # the later one wins
+    tb = np.linspace(0.0, 1.5, 4)
+    qc = np.concatenate([0.1 * rng.normal(size=(1, 4)), random_quats(rng, 1), 0.1 * rng.normal(size=(1, 4))] * 4)
+    bclip = AnimationClip("b", 1.5, node_channels=[
+        NodeChannel(3, "rotation", tb, qc, "CUBICSPLINE"),
+        NodeChannel(4, "translation", tb, rng.normal(size=(4, 3)), "LINEAR"),
+        NodeChannel(2, "scale", tb[:1], np.array([[1.2, 1.2, 0.8]]), "LINEAR")])    # one key: held
+    meshes = [MeshAsset("m", [b]), MeshAsset("p", [random_prim(rng, 30, 0, 0.0)])]
+    return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=[a, bclip],
+                      roots=[0, 1])

@@ -1,7 +1,7 @@
 """SceneRenderer drawing a crowd animated on the GPU (``animation="gpu"``): the image equals the one of the same
 crowd posed on the CPU at the same clip times, by both skinning paths, over frames in flight; the clip boxes
-that cull GPU-posed instances contain every posed vertex; motion vectors with it are refused. All under
-validation + synchronization validation (the ``ctx`` fixture fails on any message)."""
+that cull GPU-posed instances contain every posed vertex (its motion vectors: test_crowd_motion_gpu_anim.py). All
+under validation + synchronization validation (the ``ctx`` fixture fails on any message)."""
 
 from __future__ import annotations
 
@@ -115,13 +115,10 @@ def test_clip_boxes_contain_every_gpu_posed_vertex(ctx):
             assert not np.array_equal(cull.boxes()[3], boxes[3])
 
 
-def test_motion_vectors_with_gpu_animation_is_one_usage_error(ctx):
+def test_bad_animation_option_is_one_usage_error(ctx):
     from vkmorph.asset.importer import load_scene
     from vkmorph.render.offscreen import OffscreenRenderer
 
-    with pytest.raises(UsageError, match="motion_vectors"):
-        OffscreenRenderer(ctx, load_scene(None), 32, 32, samples=1, instances=2, skinning="compute",
-                          motion_vectors=True, animation="gpu")
     with pytest.raises(UsageError, match="animation must be"):
         OffscreenRenderer(ctx, load_scene(None), 32, 32, samples=1, instances=2, animation="gpus")
     with pytest.raises(UsageError, match="for crowds"):

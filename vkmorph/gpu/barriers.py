@@ -152,6 +152,17 @@ MORPH_AND_DRAWS_TO_SKIN = _b(
     S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT | S.VK_ACCESS_SHADER_WRITE_BIT,
     src_access2=S.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
     dst_access2=S.VK_ACCESS_2_SHADER_STORAGE_READ_BIT | S.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT)
+SKIN_RUN_TO_NEXT_RUN = _b(
+    # crowd compute skinning with motion vectors and one output slot (render/crowd_skin.py): ``last`` (the vertices
+    # the previous frame drew, read) is the very range ``output`` (written), so a later dispatch of the frame (the
+    # next run of consecutive instances) reads a bound range an earlier one wrote (RAW, and WAW on ``output`` and
+    # ``previous``). The runs touch disjoint instances, but a descriptor binds the primitive's whole range: this
+    # barrier orders the runs so that what the binding says is what is ordered
+    "crowd skinning run -> next run (one slot: last is output)",
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT,
+    S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT | S.VK_ACCESS_SHADER_WRITE_BIT,
+    src_access2=S.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT,
+    dst_access2=S.VK_ACCESS_2_SHADER_STORAGE_READ_BIT | S.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT)
 REPLICATE_COPIES = _b(
     # a buffer filled by doubling copies (crowd outputs: instance 0's vertices copied to 1, then 0-1 to 2-3, ...):
     # each copy reads what the copies before it wrote (RAW) next to regions they are still writing (no overlap)

@@ -152,6 +152,13 @@ class CrowdAnimation:
         self._applied_skeleton = np.full((slots, N), -1, np.int64)
         self._applied_frame: list[tuple | None] = [None] * slots
         self.dispatches = [0] * slots    # per slot: how many times record() dispatched (CrowdSkinning follows it)
+        # pose versions (motion vectors: CrowdSkinning(motion_vectors=True) compares them with the skeleton and
+        # weight versions): per instance a stamp that moves on every record where the pose the GPU samples for it
+        # may have changed -- its parameters (play), or the clock while it plays at a nonzero speed
+        self._pose_versions = np.zeros(N, np.int64)
+        self._pose_params = np.zeros(N, np.int64)     # the parameter versions the stamps have seen
+        self._pose_clock: float | None = None
+        self._pose_stamp = 0
         self._applied_clock: list[float | None] = [None] * slots
         self._owner = Owner(self.ctx, "crowd animation")
         self._last_serial = 0
@@ -245,6 +252,27 @@ class CrowdAnimation:
         return self.crowd.play_weights(self.clips, self._clip[rows], self.times(clock)[rows], rows=rows)
 
     @property
+    def pose_versions(self) -> np.ndarray:
+        """(instances,) int64, read-only: per instance a version of its GPU-sampled pose as of the last ``record``
+        (any slot). It moves when the instance's parameters changed (``play``) or the clock moved while it plays
+        at a nonzero speed, so two records with equal pose versions (and equal skeleton versions: transforms, who
+        poses it, hand poses) wrote the same palettes for it. Conservative: a clock that comes back to an earlier
+        value is a new version."""
+        v = self._pose_versions.view()
+        v.flags.writeable = False
+        return v
+
+    def _stamp_poses(self, clock: float) -> None:
+        hit = self._param_versions != self._pose_params
+        if clock != self._pose_clock:      # speed 0: time = phase whatever the clock (0 x a finite float32 is 0)
+            hit |= self.crowd._gpu_posed & (self._speed != 0)
+            self._pose_clock = clock
+        if hit.any():
+            self._pose_stamp += 1
+            self._pose_versions[hit] = self._pose_stamp
+            self._pose_params[hit] = self._param_versions[hit]
+
+    @property
     def clip_of(self) -> np.ndarray:
         """(instances,) clip index per instance (``NO_CLIP``: none set)."""
         v = self._clip.view()
@@ -276,6 +304,7 @@ class CrowdAnimation:
         if not np.isfinite(time):
             raise UsageError(f"time must be finite, got {time!r}")
         clock = float(np.float32(time))
+        self._stamp_poses(clock)            # before level 1: the stamps follow the records, not the slots
         posed = crowd._gpu_posed
         any_gpu = bool(posed.any())
         frame = (crowd.version, self.version, clock if any_gpu else None)

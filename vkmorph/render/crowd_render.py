@@ -114,9 +114,6 @@ class CrowdFrame:
             raise UsageError(f"animation must be 'cpu', 'gpu' or a CrowdAnimation, got {animation!r}")
         if animation not in ("cpu", "gpu") and getattr(animation, "rt", None) is not rt:
             raise UsageError("animation= must be a CrowdAnimation of the renderer's runtime")
-        if animation != "cpu" and motion_vectors:
-            raise UsageError("SceneRenderer: motion_vectors=True with animation= (GPU-posed palettes) is not "
-                             "supported yet; use animation='cpu'")
         if animation == "gpu":
             from .crowd_anim import CrowdAnimation
 

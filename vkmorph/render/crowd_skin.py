@@ -24,14 +24,20 @@ range starts 256-byte aligned and is bound as its own descriptor range, so its d
 ``motion_vectors=True``: the same dispatch also writes each instance's previous world positions (docs/embedding.md,
 "Motion vectors": the previous frame's skinned vertex, read from the previous slot's output, or the current one
 when there is no previous frame or no motion); an instance that moved in the last frame but not in this one is
-dispatched once more so that its previous positions catch up.
+dispatched once more so that its previous positions catch up. With one output slot ``last`` is this slot's own
+output range, so the frame's runs are recorded one after another with ``SKIN_RUN_TO_NEXT_RUN`` between them
+(descriptors bind a primitive's whole range: a later run reads what an earlier one wrote, as far as the binding
+says).
 
 With ``animation=`` (a ``render/crowd_anim.CrowdAnimation``, recorded before this pass with
 ``consumer="compute"``) the palettes are that pass's per-slot buffers: it writes every instance's (on the GPU,
 or by the host for instances posed on the CPU), this pass writes none and also skins each GPU-posed instance
-once per animation dispatch of the slot (culled ones stay pending until they are visible again). ``motion_vectors``
-with ``animation=`` is refused (GPU-posed instances move without their versions moving, which the history
-bookkeeping compares).
+once per animation dispatch of the slot (culled ones stay pending until they are visible again). With
+``motion_vectors`` too: GPU-posed instances move without their weight or skeleton versions moving (the clock, a
+push constant, poses them), so the bookkeeping compares states instead, a stamp per instance that also moves
+with the animation's ``pose_versions`` (its clip parameters, or the clock while it plays at a nonzero speed);
+the shader and the barriers are the same as without animation (the previous positions are copied from the
+previous slot's output, which that frame drew).
 """
 
 from __future__ import annotations
@@ -100,9 +106,6 @@ class CrowdSkinning:
         # animation: a render/crowd_anim.CrowdAnimation whose per-slot palettes (GPU-sampled, or host-written
         # for CPU-posed instances) are read instead of this pass's own; per slot and instance, the animation
         # dispatch whose palettes the instance was last skinned from (-1: none)
-        if animation is not None and self.motion_vectors:
-            raise UsageError("CrowdSkinning: motion_vectors=True with animation= (GPU-posed palettes) is not "
-                             "supported yet; use one or the other")
         self.animation = animation
         self._anim_seen = np.full((slots, N), -1, np.int64)
         # palettes: one block per distinct skin palette (skins with the same joints share one, as the crowd does)
@@ -133,11 +136,18 @@ class CrowdSkinning:
             total += -(-N * inst.prim.vertex_count * 3 // 16) * 16
         self._dst_first = firsts
         self._applied = AppliedVersions(np.arange(N), slots)
-        # motion vectors: per slot the version whose positions each instance's previous range holds, and the
-        # versions the last recorded frame drew (-1: not drawn: culled, or no frame yet)
+        # motion vectors: each instance's state, a stamp that moves whenever its skinned positions may have moved
+        # (its weight or skeleton version, or with animation= its GPU pose version: the clock and its clip
+        # parameters, which move no crowd version); per slot the state whose positions each instance's output
+        # and previous range hold, and the states the last recorded frame drew (-1: not drawn: culled, no frame)
+        self._state = np.zeros(N, np.int64)
+        self._state_inputs = np.full((2, N), -1, np.int64)   # (weight/skeleton version, pose version) stamped
+        self._state_stamp = 0
+        self._out_of = np.full((slots, N), -1, np.int64)
         self._prev_of = np.full((slots, N), -1, np.int64)
         self._drawn = np.full(N, -1, np.int64)
         self.pipeline = self.palettes = self.outputs = self.previous = None
+        self._last_is_output = self.motion_vectors and slots == 1    # one slot: the previous frame's vertices
         try:
             self._build(total)
         except BaseException:
@@ -249,9 +259,11 @@ class CrowdSkinning:
         rows, cur = applied.changed(slot, moved)
         total = crowd.version
         if self.motion_vectors:
-            # previous wanted: what the last frame drew; not drawn (first frame, culled): the current pose
-            want = np.where(self._drawn >= 0, self._drawn, moved)
-            rows = np.flatnonzero((applied.items[slot] != moved) | (self._prev_of[slot] != want))
+            state = self._states(moved)
+            # previous wanted: what the last frame drew; not drawn (first frame, culled): the current state. Skinned:
+            # every instance whose output or previous range does not hold that (a superset of ``changed``'s rows)
+            want = np.where(self._drawn >= 0, self._drawn, state)
+            rows = np.flatnonzero((self._out_of[slot] != state) | (self._prev_of[slot] != want))
         if len(animated):
             rows = np.union1d(rows, animated)
         if visible is not None:
@@ -260,11 +272,12 @@ class CrowdSkinning:
             if self.culled:
                 rows, total = rows[seen], -1
         if self.motion_vectors:
-            self._drawn = np.where(np.asarray(visible, bool), moved, -1) if visible is not None else moved.copy()
+            self._drawn = np.where(np.asarray(visible, bool), state, -1) if visible is not None else state.copy()
         if len(rows):
             if self.motion_vectors:    # 1: previous = the last frame's vertex (it moved since), 0: = current
-                self._history_views[slot][rows] = (want[rows] != moved[rows]).astype(np.uint32)
+                self._history_views[slot][rows] = (want[rows] != state[rows]).astype(np.uint32)
                 self._prev_of[slot, rows] = want[rows]
+                self._out_of[slot, rows] = state[rows]
             if anim is not None:
                 self._anim_seen[slot, rows] = dispatch
             view = self._palette_views[slot]
@@ -278,16 +291,35 @@ class CrowdSkinning:
                     for f in range(s, s + n, MAX_GROUPS)]
             push = self._push[slot]
             base = vk.ffi.cast("char *", M.cffi_pointer(push))
-            for i, inst in enumerate(self.items):
-                self.pipeline.bind(cb, self._sets[slot][i])
-                for first, n in runs:
-                    push[i]["first_instance"] = first
-                    self.pipeline.push(cb, base + i * CROWD_SKIN_PUSH.itemsize, CROWD_SKIN_PUSH.itemsize)
-                    vk.vkCmdDispatch(cb, self.pipeline.groups(inst.prim.vertex_count), n, 1)
+            # motion vectors with one slot: ``last`` is ``output``'s own range, so run after run with a barrier
+            # between them (SKIN_RUN_TO_NEXT_RUN); else every run of a primitive under one bind, no barrier
+            batches = [[run] for run in runs] if self._last_is_output else [runs]
+            for b, batch in enumerate(batches):
+                if b:
+                    barriers.record(cb, barriers.SKIN_RUN_TO_NEXT_RUN)   # the bound ranges the runs share
+                for i, inst in enumerate(self.items):
+                    self.pipeline.bind(cb, self._sets[slot][i])
+                    for first, n in batch:
+                        push[i]["first_instance"] = first
+                        self.pipeline.push(cb, base + i * CROWD_SKIN_PUSH.itemsize, CROWD_SKIN_PUSH.itemsize)
+                        vk.vkCmdDispatch(cb, self.pipeline.groups(inst.prim.vertex_count), n, 1)
             barriers.record(cb, barriers.COMPUTE_TO_VERTEX)      # skinned vertices read as vertex input
             self._last_serial = self.ctx.next_serial()
         applied.applied(slot, total, rows, cur)
         return len(rows)
+
+    def _states(self, moved: np.ndarray) -> np.ndarray:
+        """Motion vectors: stamp a new state on the instances whose weight/skeleton version (``moved``) or GPU
+        pose version (``animation.pose_versions``, as of this frame's animation record) moved since the last
+        record; equal states mean equal skinned positions."""
+        pose = self.animation.pose_versions if self.animation is not None else 0
+        seen = self._state_inputs
+        hit = (moved != seen[0]) | (pose != seen[1])
+        if hit.any():
+            self._state_stamp += 1
+            self._state[hit] = self._state_stamp
+            seen[0], seen[1] = moved, pose
+        return self._state
 
     def destroy(self) -> None:
         """Release (deferred until the host reported the last recording complete, as MorphRuntime.destroy)."""

@@ -58,8 +58,9 @@ UPLOAD_GAP_SLOTS = 256
 # Crowds ("transfer"): a weight upload bridges gaps of up to this many bytes of unchanged instances' rows (their
 # current values, as above). One vkCmdUpdateBuffer carries at most 64 KiB, so with gaps up to that size bridged
 # the calls are at most ~2 per 64 KiB of the changed rows' span (bounded by the crowd's weight bytes / 32 KiB,
-# whatever the number of runs); the bytes copied into the command buffer cost less than a call per run (~25 us
-# recorded per call on lavapipe against ~5 us per 64 KiB copied).
+# whatever the number of runs); the bytes copied into the command buffer cost less than a run (lavapipe,
+# bench/2026-12-02-lavapipe-upload-gap.md: ~25 us recorded per run, its two calls and numpy, against ~16 us per
+# 64 KiB recorded and executed; gaps just under 64 KiB, the worst case, cost 4-40 % more than unbridged).
 CROWD_UPLOAD_GAP_BYTES = 65536
 # Kernel per delta format. Two families, each with its own data layout (morph/gpu_data.py):
 # - workgroup (GPUs with subgroup ballots): per chunk of 256 vertices the active (chunk, target) blocks are

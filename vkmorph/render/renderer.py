@@ -215,7 +215,7 @@ class SceneRenderer:
     instances: ``rt.crowd``), "gpu" (a ``CrowdAnimation`` over the scene's clips made here, ``renderer.animation``:
     ``play`` clips on it, set ``animation_time`` per frame; every frame records it after the morph pass and both
     skinning paths read its palettes in place) or a ``CrowdAnimation`` of the ``runtime`` passed in (not
-    destroyed here); not with ``motion_vectors`` (one ``UsageError``). ``animation_clips``: the clips the one
+    destroyed here); with ``motion_vectors`` too. ``animation_clips``: the clips the one
     made here may play (default: the scene's animations)."""
 
     def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int, *,
