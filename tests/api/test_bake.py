@@ -116,3 +116,47 @@ def test_direct_and_copied_readbacks_both_match_the_reference(model):
         _close(gpu, ref)
     if model.ctx.info.device_type == "cpu":
         assert host_cached_device_memory(model.ctx)         # lavapipe: the default is the direct path
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_pose_on_the_gpu_matches_the_reference_and_the_host_pose(model):
+    """World space (skinned and rigid parts, with and without skinning): the pose pass (crowd_anim.comp through
+    ClipPosePass) writes every batch's matrices, the host writes only the frames' times; times beyond both ends
+    are clamped, no clip is the rest pose; batches of 3 over two slots."""
+    from vkmorph.bake import GpuBaker
+
+    clip = model.scene.clip("Dance")
+    times = np.r_[-0.25, np.linspace(0.0, clip.duration, 6), clip.duration + 0.5]
+    for skinning in (True, False):
+        baker = GpuBaker(model, "world", skinning)
+        assert baker.gpu_pose and baker.pose_refusal is None
+        gpu = baker.run(clip, times, None, 3, False)
+        assert model._bake_cache.pose is not None                   # posed by the pass, not by PoseBatch
+        assert all(s.matrices.mapped is None for s in model._bake_cache.slots)      # device-local: no host write
+        ref = bake_numpy(model, clip="Dance", times=times, space="world", skinning=skinning)
+        _close(gpu, ref)
+        host = GpuBaker(model, "world", skinning, pose="cpu").run(clip, times, None, 3, False)
+        assert model._bake_cache.pose is None
+        _close(host, ref)
+        assert np.abs(gpu.positions[1] - gpu.positions[4]).max() > 1e-2           # it moved
+    rest = GpuBaker(model, "world").run(None, np.zeros(1), None, None, False)      # Model.pose without a clip
+    _close(rest, bake_numpy(model, space="world"))
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_where_the_pose_pass_cannot_pose_the_host_does_and_says_why(model):
+    from vkmorph.asset.model import AnimationClip
+    from vkmorph.bake import GpuBaker
+    from vkmorph.errors import UsageError
+
+    mesh = GpuBaker(model, "mesh")                     # skinned palettes relative to the mesh node
+    assert not mesh.gpu_pose and "mesh-space" in mesh.pose_refusal
+    with pytest.raises(UsageError, match="cannot be computed on the GPU: mesh-space"):
+        GpuBaker(model, "mesh", pose="gpu")
+    with pytest.raises(UsageError, match="pose must be"):
+        GpuBaker(model, "world", pose="fast")
+    assert not GpuBaker(model, "mesh", False).gpu_pose         # nothing to pose: every part copied as stored
+
+    foreign = AnimationClip("elsewhere", 1.0)
+    with pytest.raises(UsageError, match="'elsewhere' is not one of the scene's animations"):
+        GpuBaker(model, "world").run(foreign, np.zeros(1), None, None, False)
