@@ -2,9 +2,16 @@
 
 How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Python:
 
-1. Poses of a whole batch at once (``vkmorph.anim.pose_batch.PoseBatch``): every node channel sampled at all
-   the batch's times, world matrices of all nodes and frames, skin palettes; the morph weights of every frame
-   as one (frames, slots) array (``frame_weights``).
+1. Poses of a whole batch at once, on the GPU: a bake is a crowd of frames, so the crowd's clip-pose pass
+   (``glsl/crowd_anim.comp`` through ``render.crowd_anim.ClipPosePass``, ``_GpuPose``) poses one frame per
+   thread (every node channel at the frame's time, world matrices of every node, palettes and rigid parts' world
+   matrices) into the matrices buffer the bake kernel reads; per batch the host writes one uvec4 per frame (its
+   clip and clamped time) and records the pass and ``BAKE_POSE_TO_KERNEL``. Where the pass cannot pose
+   (``GpuBaker.pose_refusal``: more than 128 nodes; mesh space with a clip that may scale a skinned mesh node
+   to 0, whose inverse the host takes as a pseudo-inverse) or with ``pose="cpu"``, the host poses the batch
+   (``vkmorph.anim.pose_batch.PoseBatch``: every node channel sampled at all the batch's times, world matrices,
+   skin palettes) and writes the matrices. The morph weights of every frame are one (frames, slots) array
+   (``frame_weights``: the clips' weight channels sampled once per bake, vectorized over all frames).
 2. On the GPU (``glsl/bake.comp``), per batch: one dispatch for every (instance, frame) whose vertices do not
    morph (their rest vertices, uploaded once, through the frame's palette or world matrix); per run of frames
    with the same weights, the renderer's version-gated morph pass (``MorphRuntime.record``: nothing when the
@@ -16,8 +23,10 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    device-local and one ``vkCmdCopyBuffer`` per batch (three regions) brings it to host-visible memory. Either
    way the host copies the batch into the result with one numpy copy (the ``Bake``'s three arrays are views of
    one (3, F, V, 3) array).
-4. Two batch slots (matrices, output, staging, command buffer, fence each): batch k is recorded and submitted,
-   then batch k-1 is waited for and copied out while the GPU runs batch k, then batch k+1 is recorded.
+4. Two batch slots (pose inputs, matrices, output, staging, command buffer, fence each): batch k is recorded
+   and submitted, then batch k-1 is waited for and copied out while the GPU runs batch k, then batch k+1 is
+   recorded. With the pose on the GPU a batch costs the host a few numpy writes and the recording of a fixed
+   number of commands (``GpuBaker.batch_host_cpu``: this thread's CPU seconds per batch).
 
 ``bake_numpy`` is the reference (float64, per frame through ``AnimationPlayer`` + ``Skeleton`` and the dense
 ``vkmorph.morph.reference``): the tests compare the GPU bake with it. ``bake_numpy_fast`` is the baseline a user
@@ -171,18 +180,42 @@ class _Layout:
 
         return any(mode != BAKE_COPY for mode in self.modes)
 
-    def gpu_pose_refusal(self) -> str | None:
-        """Why the GPU pose pass cannot write this layout's matrices (None: it can)."""
-        if self.space == "mesh" and any(self.skin):
-            return ("mesh-space palettes need the inverse of each skinned mesh node's world matrix (its "
-                    "pseudo-inverse where a clip scales the node to 0), which the pose pass does not compute")
+    def singular_risk(self, clip) -> str | None:
+        """Why the pose pass cannot pose this layout for ``clip`` (None: it can). Mesh-space palettes are
+        relative to the skinned mesh node: the pass inverts its world matrix in float32, where the host takes the
+        pseudo-inverse of a singular one (a node scaled to 0 to hide it). A product of TRS matrices is singular
+        only through a zero scale, so the pass poses every clip in which no scale on the way to such a node (its
+        own and its ancestors': rest values, key values) is 0 or changes sign, and none is a cubic spline (which
+        may overshoot through 0)."""
+        if self.space != "mesh" or not any(self.skin):
+            return None
+        scene, chain = self.model.scene, set()
+        for k, inst in enumerate(self.model.instances):
+            n = inst.node if self.skin[k] else None
+            while n is not None and n not in chain:
+                chain.add(n)
+                n = scene.nodes[n].parent
+        why = "mesh-space palettes need the inverse of skinned mesh node's world matrix and node {!r} {}"
+        for n in sorted(chain):
+            if (np.asarray(scene.nodes[n].scale) == 0).any():
+                return why.format(scene.nodes[n].name, "has a zero scale")
+        for ch in clip.node_channels if clip is not None else ():
+            if ch.path != "scale" or ch.node not in chain:
+                continue
+            v = np.asarray(ch.values, np.float64).reshape(-1, 3)
+            name = scene.nodes[ch.node].name
+            if ch.interpolation == "CUBICSPLINE":
+                return why.format(name, f"has a cubic-spline scale in clip {clip.name!r}, which may pass through 0")
+            if (v == 0).any() or (np.sign(v) != np.sign(v[:1])).any():
+                return why.format(name, f"is scaled to 0 (or through it) in clip {clip.name!r}")
         return None
 
     def pose_entries(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The matrices of a frame as the pose pass's palette entries (``render.crowd_anim.ClipPosePass``):
-        (node position ``pos[node]``, inverse bind, matrix, 0) per matrix (a joint of a skinned instance: its
-        world matrix x inverse bind; a rigid instance in world space: its node's world matrix, the identity as
-        inverse bind), and the inverse binds, (E, 4, 4) float32 (the identity first, each skin's once)."""
+        (node position ``pos[node]``, inverse bind, matrix, relative) per matrix (a joint of a skinned instance:
+        its world matrix x inverse bind, in mesh space relative to the instance's node: relative = its position
+        + 1; a rigid instance in world space: its node's world matrix, the identity as inverse bind), and the
+        inverse binds, (E, 4, 4) float32 (the identity first, each skin's once)."""
         entries, ibms, first = [], [np.eye(4)], {}
         for k, inst in enumerate(self.model.instances):
             m = self.matrix[k]
@@ -191,7 +224,8 @@ class _Layout:
                 if inst.prim.skin not in first:
                     first[inst.prim.skin] = len(ibms)
                     ibms.extend(np.asarray(s.inverse_bind_matrices, np.float64))
-                entries += [(pos[j], first[inst.prim.skin] + i, m + i, 0) for i, j in enumerate(s.joints)]
+                rel = pos[inst.node] + 1 if self.space == "mesh" else 0      # mesh space: relative to its node
+                entries += [(pos[j], first[inst.prim.skin] + i, m + i, rel) for i, j in enumerate(s.joints)]
             elif self.space == "world":
                 entries.append((pos[inst.node], 0, m, 0))
         return np.array(entries, np.uint32).reshape(-1, 4), np.array(ibms, np.float32)
@@ -306,7 +340,9 @@ class _GpuPose:
     slot's ``matrices`` (frame-major, ``matrices_per_frame`` column-major mat4 each): the buffer bake.comp reads,
     and any other kernel of the same layout could. Per frame the host writes one uvec4 (clip, clamped time,
     speed 0, duration 0: no wrap), per batch one write of the batch's rows. The clips are the scene's animations
-    plus an empty one, the rest pose (no clip)."""
+    plus an empty one, the rest pose (no clip). In mesh space a skinned instance's palette is relative to its
+    node (the pass inverts that node's world matrix; ``_Layout.singular_risk`` keeps singular ones on the host).
+    Another kernel of the same layout (one matrix block per frame) can read the same buffer."""
 
     def __init__(self, model: Model, layout: _Layout, B: int, matrices: list):
         from .asset.model import AnimationClip
@@ -461,16 +497,21 @@ class GpuBaker:
 
         if pose not in (None, "gpu", "cpu"):
             raise UsageError(f"bake: pose must be 'gpu', 'cpu' or None, got {pose!r}")
-        self.m, self.space, self.direct = model, space, direct
+        self.m, self.space, self.direct, self.pose = model, space, direct, pose
         self.layout = _Layout(model, space, skinning)
         nodes = len(parents_first(model.scene))
-        self.pose_refusal = self.layout.gpu_pose_refusal() or (
-            f"the pose pass handles up to {CROWD_ANIM_MAX_NODES} nodes, the scene has {nodes}"
-            if nodes > CROWD_ANIM_MAX_NODES else None)
-        if pose == "gpu" and self.pose_refusal:
+        self._too_many = (f"the pose pass handles up to {CROWD_ANIM_MAX_NODES} nodes, the scene has {nodes}"
+                          if nodes > CROWD_ANIM_MAX_NODES else None)
+        self._decide(None)
+
+    def _decide(self, clip) -> None:
+        """``pose_refusal`` (why the pose pass cannot pose this layout and clip, or None) and ``gpu_pose``
+        (whether it does: not with pose="cpu", nor where no matrices are needed at all: mesh space, nothing
+        skinned)."""
+        self.pose_refusal = self._too_many or self.layout.singular_risk(clip)
+        if self.pose == "gpu" and self.pose_refusal:
             raise UsageError(f"bake: the pose cannot be computed on the GPU: {self.pose_refusal} (use pose='cpu')")
-        # no matrices at all (mesh space, nothing skinned): neither pose path runs
-        self.gpu_pose = self.layout.needs_matrices and pose != "cpu" and self.pose_refusal is None
+        self.gpu_pose = self.layout.needs_matrices and self.pose != "cpu" and self.pose_refusal is None
 
     def batch_size(self, frames: int, batch_frames: int | None) -> int:
         per_frame = max(1, 36 * self.layout.total)
@@ -494,6 +535,7 @@ class GpuBaker:
 
         m, F, lay = self.m, len(times), self.layout
         B = self.batch_size(F, batch_frames)
+        self._decide(clip)
         res = self._resources(B)
         pose = res.pose
         clip_index = pose.clip_index(clip) if pose is not None else None
