@@ -10,7 +10,8 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    (``GpuBaker.pose_refusal``: more than 128 nodes; mesh space with a clip that may scale a skinned mesh node
    to 0, whose inverse the host takes as a pseudo-inverse) or with ``pose="cpu"``, the host poses the batch
    (``vkmorph.anim.pose_batch.PoseBatch``: every node channel sampled at all the batch's times, world matrices,
-   skin palettes) and writes the matrices. The morph weights of every frame are one (frames, slots) array
+   skin palettes) and writes the matrices; so does a bake of one frame (``Model.pose``) unless ``pose="gpu"``,
+   cheaper there than building the pass. The morph weights of every frame are one (frames, slots) array
    (``frame_weights``: the clips' weight channels sampled once per bake, vectorized over all frames).
 2. On the GPU (``glsl/bake.comp``), per batch: one dispatch for every (instance, frame) whose vertices do not
    morph (their rest vertices, uploaded once, through the frame's palette or world matrix); per run of frames
@@ -195,7 +196,7 @@ class _Layout:
             while n is not None and n not in chain:
                 chain.add(n)
                 n = scene.nodes[n].parent
-        why = "mesh-space palettes need the inverse of skinned mesh node's world matrix and node {!r} {}"
+        why = "mesh-space palettes need the inverse of a skinned mesh node's world matrix, and node {!r} {}"
         for n in sorted(chain):
             if (np.asarray(scene.nodes[n].scale) == 0).any():
                 return why.format(scene.nodes[n].name, "has a zero scale")
@@ -491,7 +492,8 @@ class GpuBaker:
         # direct: the kernel writes host-visible memory (no copy); None: where the device has host-cached
         # device-local memory (gpu.memory.host_cached_device_memory); False forces the copy path.
         # pose: "gpu" (the pose pass, _GpuPose), "cpu" (PoseBatch on the host, per batch), None: the GPU wherever
-        # it can pose the layout (``pose_refusal`` says why not where it cannot)
+        # it can pose the layout (``pose_refusal`` says why not where it cannot) for more than one frame (one
+        # frame, Model.pose, is cheaper on the host than building the pass and its pipeline)
         from .anim.pose_batch import parents_first
         from .gpu.interface import CROWD_ANIM_MAX_NODES
 
@@ -502,16 +504,17 @@ class GpuBaker:
         nodes = len(parents_first(model.scene))
         self._too_many = (f"the pose pass handles up to {CROWD_ANIM_MAX_NODES} nodes, the scene has {nodes}"
                           if nodes > CROWD_ANIM_MAX_NODES else None)
-        self._decide(None)
+        self._decide(None, 2)
 
-    def _decide(self, clip) -> None:
+    def _decide(self, clip, frames: int) -> None:
         """``pose_refusal`` (why the pose pass cannot pose this layout and clip, or None) and ``gpu_pose``
-        (whether it does: not with pose="cpu", nor where no matrices are needed at all: mesh space, nothing
-        skinned)."""
+        (whether it does: not with pose="cpu", nor for one frame unless pose="gpu", nor where no matrices are
+        needed at all: mesh space, nothing skinned)."""
         self.pose_refusal = self._too_many or self.layout.singular_risk(clip)
         if self.pose == "gpu" and self.pose_refusal:
             raise UsageError(f"bake: the pose cannot be computed on the GPU: {self.pose_refusal} (use pose='cpu')")
-        self.gpu_pose = self.layout.needs_matrices and self.pose != "cpu" and self.pose_refusal is None
+        wanted = self.pose == "gpu" or (self.pose is None and frames > 1)
+        self.gpu_pose = self.layout.needs_matrices and wanted and self.pose_refusal is None
 
     def batch_size(self, frames: int, batch_frames: int | None) -> int:
         per_frame = max(1, 36 * self.layout.total)
@@ -535,7 +538,7 @@ class GpuBaker:
 
         m, F, lay = self.m, len(times), self.layout
         B = self.batch_size(F, batch_frames)
-        self._decide(clip)
+        self._decide(clip, F)
         res = self._resources(B)
         pose = res.pose
         clip_index = pose.clip_index(clip) if pose is not None else None

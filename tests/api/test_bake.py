@@ -140,8 +140,13 @@ def test_pose_on_the_gpu_matches_the_reference_and_the_host_pose(model):
         assert model._bake_cache.pose is None
         _close(host, ref)
         assert np.abs(gpu.positions[1] - gpu.positions[4]).max() > 1e-2           # it moved
-    rest = GpuBaker(model, "world").run(None, np.zeros(1), None, None, False)      # Model.pose without a clip
-    _close(rest, bake_numpy(model, space="world"))
+    rest = GpuBaker(model, "world", pose="gpu")                 # Model.pose's one frame, here posed on the GPU
+    _close(rest.run(None, np.zeros(1), None, None, False), bake_numpy(model, space="world"))   # no clip: rest pose
+    assert rest.gpu_pose
+    one = GpuBaker(model, "world")
+    _close(one.run(clip, times[3:4], None, None, False), bake_numpy(model, clip="Dance", times=times[3:4],
+                                                                  space="world"))
+    assert not one.gpu_pose                                    # one frame by default: cheaper on the host
 
 
 @pytest.mark.parametrize("model", [ROBOT], indirect=True)
@@ -155,7 +160,7 @@ def test_bad_pose_arguments_are_one_line(model):
     assert not GpuBaker(model, "mesh", False).gpu_pose         # nothing to pose: every part copied as stored
     foreign = AnimationClip("elsewhere", 1.0)
     with pytest.raises(UsageError, match="'elsewhere' is not one of the scene's animations"):
-        GpuBaker(model, "world").run(foreign, np.zeros(1), None, None, False)
+        GpuBaker(model, "world").run(foreign, np.zeros(2), None, None, False)
 
 
 def test_a_clip_that_scales_the_mesh_node_to_zero_is_posed_on_the_host_in_mesh_space(tmp_path):
@@ -180,7 +185,7 @@ def test_a_clip_that_scales_the_mesh_node_to_zero_is_posed_on_the_host_in_mesh_s
         world = GpuBaker(m, "world")
         _close(world.run(clip, times, None, 2, False), bake_numpy(m, clip="move", times=times, space="world"))
         assert world.gpu_pose
-        rest = GpuBaker(m, "mesh")
+        rest = GpuBaker(m, "mesh", pose="gpu")
         _close(rest.run(None, np.zeros(1), None, None, False), bake_numpy(m, space="mesh"))
         assert rest.gpu_pose
     finally:
