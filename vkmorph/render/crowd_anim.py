@@ -21,6 +21,10 @@ source each. Morph weights stay on the CPU: ``sample_weights(clock)`` samples th
 the GPU-posed instances (vectorized per clip and channel, a few ms at 10,000) and the morph pass uploads the
 changed rows as for any host-set weights (docs/architecture.md says why).
 
+The pass itself (clip buffers, palette entries, pipeline, the dispatch) is ``ClipPosePass``; its per-pose inputs
+and output belong to its user: ``CrowdAnimation`` (a pose per instance) and the bake (``vkmorph/bake.py``, a pose
+per frame of a batch, whose entries may be relative to a node: mesh space).
+
 Per frame ``record(cb, slot, time=)``: level 1, nothing recorded when neither the clock nor any version moved
 since this slot was recorded; else host writes of the changed rows (parameters, transforms, CPU palettes),
 ``PREVIOUS_FRAME_TO_ANIM``, one dispatch over the GPU-posed instances' range, the consumer barrier. The host
