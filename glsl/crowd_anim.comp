@@ -100,9 +100,24 @@ void main() {
         mat4 local = trs(tr, ro, sc);
         world[n] = (parent == ROOT ? transforms[inst] : world[parent]) * local;
     }
+    // an entry (node, inverse bind, column, relative): world[node] x inverse bind, and with relative = r + 1 (the
+    // bake's mesh space) that relative to node r: inverse(world[r]) x it. The caller guarantees world[r] is
+    // regular (vkmorph/bake.py: no zero scale can reach r in the clip); entries of one r are consecutive.
     uint base = inst * pc.paletteWidth;
+    uint relNode = 0u;
+    mat4 rel = mat4(1.0);
     for (uint e = 0u; e < pc.entryCount; ++e) {
         uvec4 en = entries[e];
-        dst.joints[base + en.z] = world[en.x] * inverseBinds[en.y];
+        mat4 m = world[en.x] * inverseBinds[en.y];
+        if (en.w != 0u) {
+            if (en.w != relNode) {                  // the affine inverse: 3x3 inverted, translation by it
+                relNode = en.w;
+                mat4 r = world[en.w - 1u];
+                mat3 ia = inverse(mat3(r));
+                rel = mat4(vec4(ia[0], 0.0), vec4(ia[1], 0.0), vec4(ia[2], 0.0), vec4(-(ia * r[3].xyz), 1.0));
+            }
+            m = rel * m;
+        }
+        dst.joints[base + en.z] = m;
     }
 }

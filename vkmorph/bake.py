@@ -2,9 +2,17 @@
 
 How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Python:
 
-1. Poses of a whole batch at once (``vkmorph.anim.pose_batch.PoseBatch``): every node channel sampled at all
-   the batch's times, world matrices of all nodes and frames, skin palettes; the morph weights of every frame
-   as one (frames, slots) array (``frame_weights``).
+1. Poses of a whole batch at once, on the GPU: a bake is a crowd of frames, so the crowd's clip-pose pass
+   (``glsl/crowd_anim.comp`` through ``render.crowd_anim.ClipPosePass``, ``_GpuPose``) poses one frame per
+   thread (every node channel at the frame's time, world matrices of every node, palettes and rigid parts' world
+   matrices) into the matrices buffer the bake kernel reads; per batch the host writes one uvec4 per frame (its
+   clip and clamped time) and records the pass and ``BAKE_POSE_TO_KERNEL``. Where the pass cannot pose
+   (``GpuBaker.pose_refusal``: more than 128 nodes; mesh space with a clip that may scale a skinned mesh node
+   to 0, whose inverse the host takes as a pseudo-inverse) or with ``pose="cpu"``, the host poses the batch
+   (``vkmorph.anim.pose_batch.PoseBatch``: every node channel sampled at all the batch's times, world matrices,
+   skin palettes) and writes the matrices; so does a bake of one frame (``Model.pose``) unless ``pose="gpu"``,
+   cheaper there than building the pass. The morph weights of every frame are one (frames, slots) array
+   (``frame_weights``: the clips' weight channels sampled once per bake, vectorized over all frames).
 2. On the GPU (``glsl/bake.comp``), per batch: one dispatch for every (instance, frame) whose vertices do not
    morph (their rest vertices, uploaded once, through the frame's palette or world matrix); per run of frames
    with the same weights, the renderer's version-gated morph pass (``MorphRuntime.record``: nothing when the
@@ -16,8 +24,10 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    device-local and one ``vkCmdCopyBuffer`` per batch (three regions) brings it to host-visible memory. Either
    way the host copies the batch into the result with one numpy copy (the ``Bake``'s three arrays are views of
    one (3, F, V, 3) array).
-4. Two batch slots (matrices, output, staging, command buffer, fence each): batch k is recorded and submitted,
-   then batch k-1 is waited for and copied out while the GPU runs batch k, then batch k+1 is recorded.
+4. Two batch slots (pose inputs, matrices, output, staging, command buffer, fence each): batch k is recorded
+   and submitted, then batch k-1 is waited for and copied out while the GPU runs batch k, then batch k+1 is
+   recorded. With the pose on the GPU a batch costs the host a few numpy writes and the recording of a fixed
+   number of commands (``GpuBaker.batch_host_cpu``: this thread's CPU seconds per batch).
 
 ``bake_numpy`` is the reference (float64, per frame through ``AnimationPlayer`` + ``Skeleton`` and the dense
 ``vkmorph.morph.reference``): the tests compare the GPU bake with it. ``bake_numpy_fast`` is the baseline a user
@@ -164,6 +174,63 @@ class _Layout:
         self.rest = [k for k, i in enumerate(insts) if not i.is_morphing]
         self.morphing = [k for k, i in enumerate(insts) if i.is_morphing]
 
+    @property
+    def needs_matrices(self) -> bool:
+        """False when every instance is copied as stored (mesh space, nothing skinned): no pose at all."""
+        from .gpu.interface import BAKE_COPY
+
+        return any(mode != BAKE_COPY for mode in self.modes)
+
+    def singular_risk(self, clip) -> str | None:
+        """Why the pose pass cannot pose this layout for ``clip`` (None: it can). Mesh-space palettes are
+        relative to the skinned mesh node: the pass inverts its world matrix in float32, where the host takes the
+        pseudo-inverse of a singular one (a node scaled to 0 to hide it). A product of TRS matrices is singular
+        only through a zero scale, so the pass poses every clip in which no scale on the way to such a node (its
+        own and its ancestors': rest values, key values) is 0 or changes sign, and none is a cubic spline (which
+        may overshoot through 0)."""
+        if self.space != "mesh" or not any(self.skin):
+            return None
+        scene, chain = self.model.scene, set()
+        for k, inst in enumerate(self.model.instances):
+            n = inst.node if self.skin[k] else None
+            while n is not None and n not in chain:
+                chain.add(n)
+                n = scene.nodes[n].parent
+        why = "mesh-space palettes need the inverse of a skinned mesh node's world matrix, and node {!r} {}"
+        for n in sorted(chain):
+            if (np.asarray(scene.nodes[n].scale) == 0).any():
+                return why.format(scene.nodes[n].name, "has a zero scale")
+        for ch in clip.node_channels if clip is not None else ():
+            if ch.path != "scale" or ch.node not in chain:
+                continue
+            v = np.asarray(ch.values, np.float64).reshape(-1, 3)
+            name = scene.nodes[ch.node].name
+            if ch.interpolation == "CUBICSPLINE":
+                return why.format(name, f"has a cubic-spline scale in clip {clip.name!r}, which may pass through 0")
+            if (v == 0).any() or (np.sign(v) != np.sign(v[:1])).any():
+                return why.format(name, f"is scaled to 0 (or through it) in clip {clip.name!r}")
+        return None
+
+    def pose_entries(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The matrices of a frame as the pose pass's palette entries (``render.crowd_anim.ClipPosePass``):
+        (node position ``pos[node]``, inverse bind, matrix, relative) per matrix (a joint of a skinned instance:
+        its world matrix x inverse bind, in mesh space relative to the instance's node: relative = its position
+        + 1; a rigid instance in world space: its node's world matrix, the identity as inverse bind), and the
+        inverse binds, (E, 4, 4) float32 (the identity first, each skin's once)."""
+        entries, ibms, first = [], [np.eye(4)], {}
+        for k, inst in enumerate(self.model.instances):
+            m = self.matrix[k]
+            if self.skin[k]:
+                s = self.model.scene.skins[inst.prim.skin]
+                if inst.prim.skin not in first:
+                    first[inst.prim.skin] = len(ibms)
+                    ibms.extend(np.asarray(s.inverse_bind_matrices, np.float64))
+                rel = pos[inst.node] + 1 if self.space == "mesh" else 0      # mesh space: relative to its node
+                entries += [(pos[j], first[inst.prim.skin] + i, m + i, rel) for i, j in enumerate(s.joints)]
+            elif self.space == "world":
+                entries.append((pos[inst.node], 0, m, 0))
+        return np.array(entries, np.uint32).reshape(-1, 4), np.array(ibms, np.float32)
+
     def matrices(self, batch, times: np.ndarray, clip) -> np.ndarray:
         """(F, matrices_per_frame, 4, 4) float32, math convention (M @ v): palettes and world matrices."""
         F = len(times)
@@ -188,7 +255,8 @@ class _Slot:
     host copies it out, no ``vkCmdCopyBuffer``. Otherwise (a discrete GPU) the output is device-local and one
     ``vkCmdCopyBuffer`` per batch brings it to ``staging`` (host-visible)."""
 
-    def __init__(self, ctx, pipeline, B: int, layout: _Layout, sources: dict, items, direct: bool):
+    def __init__(self, ctx, pipeline, B: int, layout: _Layout, sources: dict, items, direct: bool,
+                 gpu_pose: bool):
         from .gpu import memory as M
         from .gpu.vk import call, vk
 
@@ -198,8 +266,10 @@ class _Slot:
         self.frame_vertices = (layout.total + 3) // 4 * 4
         self.plane_bytes = _align(12 * B * self.frame_vertices)
         out_bytes = 3 * self.plane_bytes
-        self.matrices = M.host_buffer(ctx, max(64, B * layout.matrices_per_frame * 64), M.STORAGE,
-                                      name="bake matrices")
+        mat_bytes = max(64, B * layout.matrices_per_frame * 64)
+        # the pose pass writes the matrices on the GPU (device-local); the CPU pose path writes them from the host
+        self.matrices = (M.device_buffer(ctx, None, M.STORAGE, size=mat_bytes, name="bake matrices (pose pass)")
+                         if gpu_pose else M.host_buffer(ctx, mat_bytes, M.STORAGE, name="bake matrices"))
         if direct:
             self.output = M.host_buffer(ctx, out_bytes, M.STORAGE, name="bake output (host-visible)")
             self.staging = None
@@ -263,18 +333,80 @@ def _check_vertex_layout(dtype: np.dtype, word: int) -> None:
         raise GpuError(f"bake: vertex layout {dtype} (at word {word}) is not the one glsl/bake.comp reads")
 
 
+class _GpuPose:
+    """The bake's pose pass: a bake is a crowd of frames, so ``glsl/crowd_anim.comp`` (the crowd's clip
+    sampling, ``render.crowd_anim.ClipPosePass``) poses one frame per thread: every node channel of the clip at
+    the frame's time, world matrices of every node parents first, then per matrix of the layout
+    (``_Layout.pose_entries``) a joint's world x inverse bind or a rigid node's world matrix, written into the
+    slot's ``matrices`` (frame-major, ``matrices_per_frame`` column-major mat4 each): the buffer bake.comp reads,
+    and any other kernel of the same layout could. Per frame the host writes one uvec4 (clip, clamped time,
+    speed 0, duration 0: no wrap), per batch one write of the batch's rows. The clips are the scene's animations
+    plus an empty one, the rest pose (no clip). In mesh space a skinned instance's palette is relative to its
+    node (the pass inverts that node's world matrix; ``_Layout.singular_risk`` keeps singular ones on the host).
+    Another kernel of the same layout (one matrix block per frame) can read the same buffer."""
+
+    def __init__(self, model: Model, layout: _Layout, B: int, matrices: list):
+        from .asset.model import AnimationClip
+        from .gpu import memory as M
+        from .gpu.context import Owner
+        from .render.crowd_anim import ClipPosePass, ClipTables
+
+        ctx = model.ctx
+        self.clips = list(model.scene.animations)
+        tables = ClipTables(model.scene, [*self.clips, AnimationClip("rest pose", 0.0)])   # UsageError: too many nodes
+        entries, ibms = layout.pose_entries(tables.pos)
+        self._owner = Owner(ctx, "bake pose")
+        try:
+            o = self._owner
+            self.pose = o.own(ClipPosePass(ctx, tables, entries, ibms, layout.matrices_per_frame,
+                                           max_sets=len(matrices), name="bake pose"))
+            roots = np.repeat(np.eye(4, dtype=np.float32)[None], B, 0)           # the scene's roots at the origin
+            self.roots = o.own(M.device_buffer(ctx, roots, M.STORAGE, name="bake pose roots"))
+            self.params = [o.own(M.host_buffer(ctx, 16 * B, M.STORAGE, name=f"bake pose frames slot {k}"))
+                           for k in range(len(matrices))]
+            self.views = [b.view(np.uint32, 4 * B).reshape(B, 4) for b in self.params]
+            for v in self.views:
+                v[:] = 0                                   # speed 0 and duration 0: a frame's time is its phase
+            self.sets = [self.pose.make_set(p, self.roots, mat) for p, mat in zip(self.params, matrices)]
+        except BaseException:
+            self._owner.destroy()
+            raise
+
+    def clip_index(self, clip) -> int | None:
+        """The clip's row in the pass's tables (the rest pose for None); None if it is not a scene animation."""
+        if clip is None:
+            return len(self.clips)
+        return next((i for i, c in enumerate(self.clips) if c is clip), None)
+
+    def write(self, slot: int, clip_index: int, times: np.ndarray) -> None:
+        """The batch's frames (clamped times, ``clip_times``) for slot ``slot``: its one host write."""
+        v = self.views[slot]
+        v[:len(times), 0] = clip_index
+        v[:len(times), 1] = np.asarray(times, np.float32).view(np.uint32)
+
+    def record(self, cb, slot: int, n: int) -> None:
+        """Pose frames [0, n) of slot ``slot``, then ``BAKE_POSE_TO_KERNEL`` for the kernel that reads them."""
+        from .gpu import barriers
+
+        self.pose.record(cb, self.sets[slot], time=0.0, first=0, count=n)
+        barriers.record(cb, barriers.BAKE_POSE_TO_KERNEL)
+
+    def destroy(self) -> None:
+        self._owner.destroy()
+
+
 class BakeResources:
     """What a model keeps between bakes of one configuration (space, skinning, batch size): the pipeline, the
     rest vertices and the item table (device-local, uploaded once) and two batch slots. ``destroy()`` frees it
     (``Model.close`` does)."""
 
-    def __init__(self, model: Model, layout: _Layout, B: int, direct: bool):
+    def __init__(self, model: Model, layout: _Layout, B: int, direct: bool, gpu_pose: bool = False):
         from .gpu import memory as M
         from .gpu.interface import BAKE, BAKE_ITEM
         from .gpu.pipeline import ComputePipeline
 
         ctx = model.ctx
-        self.key = (layout.space, tuple(layout.skin), B, direct)
+        self.key = (layout.space, tuple(layout.skin), B, direct, gpu_pose)
         self.B, self.layout = B, layout
         self._made: list = []
         try:
@@ -313,8 +445,10 @@ class BakeResources:
             self.items = self._own(M.device_buffer(ctx, items, M.STORAGE, name="bake items"))
             self.pipeline = self._own(ComputePipeline(ctx, BAKE, max_sets=_SLOTS * max(1, len(sources))))
             self.direct = direct
-            self.slots = [self._own(_Slot(ctx, self.pipeline, B, layout, sources, self.items, direct))
+            self.slots = [self._own(_Slot(ctx, self.pipeline, B, layout, sources, self.items, direct, gpu_pose))
                           for _ in range(_SLOTS)]
+            # the pose pass writing the slots' matrices (None: the host writes them, _Layout.matrices)
+            self.pose = self._own(_GpuPose(model, layout, B, [s.matrices for s in self.slots])) if gpu_pose else None
         except BaseException:
             self.destroy()
             raise
@@ -353,11 +487,34 @@ def _progress(total: int, enabled: bool | None):
 class GpuBaker:
     """Bakes ``times`` of ``clip`` for a model in batches of B frames, two batches in flight (module docstring)."""
 
-    def __init__(self, model: Model, space: str, skinning: bool = True, *, direct: bool | None = None):
+    def __init__(self, model: Model, space: str, skinning: bool = True, *, direct: bool | None = None,
+                 pose: str | None = None):
         # direct: the kernel writes host-visible memory (no copy); None: where the device has host-cached
-        # device-local memory (gpu.memory.host_cached_device_memory); False forces the copy path
-        self.m, self.space, self.direct = model, space, direct
+        # device-local memory (gpu.memory.host_cached_device_memory); False forces the copy path.
+        # pose: "gpu" (the pose pass, _GpuPose), "cpu" (PoseBatch on the host, per batch), None: the GPU wherever
+        # it can pose the layout (``pose_refusal`` says why not where it cannot) for more than one frame (one
+        # frame, Model.pose, is cheaper on the host than building the pass and its pipeline)
+        from .anim.pose_batch import parents_first
+        from .gpu.interface import CROWD_ANIM_MAX_NODES
+
+        if pose not in (None, "gpu", "cpu"):
+            raise UsageError(f"bake: pose must be 'gpu', 'cpu' or None, got {pose!r}")
+        self.m, self.space, self.direct, self.pose = model, space, direct, pose
         self.layout = _Layout(model, space, skinning)
+        nodes = len(parents_first(model.scene))
+        self._too_many = (f"the pose pass handles up to {CROWD_ANIM_MAX_NODES} nodes, the scene has {nodes}"
+                          if nodes > CROWD_ANIM_MAX_NODES else None)
+        self._decide(None, 2)
+
+    def _decide(self, clip, frames: int) -> None:
+        """``pose_refusal`` (why the pose pass cannot pose this layout and clip, or None) and ``gpu_pose``
+        (whether it does: not with pose="cpu", nor for one frame unless pose="gpu", nor where no matrices are
+        needed at all: mesh space, nothing skinned)."""
+        self.pose_refusal = self._too_many or self.layout.singular_risk(clip)
+        if self.pose == "gpu" and self.pose_refusal:
+            raise UsageError(f"bake: the pose cannot be computed on the GPU: {self.pose_refusal} (use pose='cpu')")
+        wanted = self.pose == "gpu" or (self.pose is None and frames > 1)
+        self.gpu_pose = self.layout.needs_matrices and wanted and self.pose_refusal is None
 
     def batch_size(self, frames: int, batch_frames: int | None) -> int:
         per_frame = max(1, 36 * self.layout.total)
@@ -368,12 +525,12 @@ class GpuBaker:
         from .gpu.memory import host_cached_device_memory
 
         direct = host_cached_device_memory(self.m.ctx) if self.direct is None else self.direct
-        m, key = self.m, (self.space, tuple(self.layout.skin), B, direct)
+        m, key = self.m, (self.space, tuple(self.layout.skin), B, direct, self.gpu_pose)
         cache = getattr(m, "_bake_cache", None)
         if isinstance(cache, BakeResources) and cache.key == key:
             return cache
         m._free_bake_cache()
-        m._bake_cache = BakeResources(m, self.layout, B, direct)
+        m._bake_cache = BakeResources(m, self.layout, B, direct, self.gpu_pose)
         return m._bake_cache
 
     def run(self, clip, times: np.ndarray, weights, batch_frames: int | None, progress) -> Bake:
@@ -381,26 +538,42 @@ class GpuBaker:
 
         m, F, lay = self.m, len(times), self.layout
         B = self.batch_size(F, batch_frames)
+        self._decide(clip, F)
         res = self._resources(B)
-        batch = PoseBatch(m.scene)
+        pose = res.pose
+        clip_index = pose.clip_index(clip) if pose is not None else None
+        if pose is not None and clip_index is None:
+            raise UsageError(f"bake: clip {clip.name!r} is not one of the scene's animations, which the pose pass "
+                             "holds (use pose='cpu')")
+        ct = clip_times(clip, times)
+        batch = PoseBatch(m.scene) if pose is None and lay.needs_matrices else None
         W = frame_weights(m, clip, times, weights)
         planes = np.empty((3, F, lay.total, 3), np.float32)   # one array: a batch is copied out in one go
         out = Bake(times, planes[0], planes[1], self.space, dict(lay.slices),
                    {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(m.names, m.instances)},
                    planes[2])
         bar = _progress(F, progress)
+        # this thread's CPU seconds per batch for its pose and recording (the collect, which waits and copies,
+        # excluded): ``batch_host_cpu`` after the run; bench/bake.py compares pose="gpu" with pose="cpu"
+        self.batch_host_cpu = res.batch_host_cpu = host_cpu = []
         try:
             for k, first in enumerate(range(0, F, B)):
-                slot = res.slots[k % _SLOTS]
+                s = k % _SLOTS
+                slot = res.slots[s]
                 if slot.busy is not None:                    # batch k-2 (normally collected already)
                     self._collect(slot, planes)
                 n = min(B, F - first)
-                mats = lay.matrices(batch, times[first:first + n], clip)
-                slot.matrices.mapped[:mats.nbytes] = np.ascontiguousarray(mats.transpose(0, 1, 3, 2)).view(np.uint8) \
-                    .reshape(-1)                              # std430 mat4 is column-major
-                self._record(res, slot, W[first:first + n], n)
+                c0 = _time.thread_time()
+                if pose is not None:                         # the batch's frames: one write, posed on the GPU
+                    pose.write(s, clip_index, ct[first:first + n])
+                elif batch is not None:                      # posed on the host (pose="cpu", pose_refusal)
+                    mats = lay.matrices(batch, times[first:first + n], clip)
+                    slot.matrices.mapped[:mats.nbytes] = np.ascontiguousarray(mats.transpose(0, 1, 3, 2)) \
+                        .view(np.uint8).reshape(-1)          # std430 mat4 is column-major
+                self._record(res, slot, s, W[first:first + n], n)
                 serial = m.ctx.last_serial
                 m.ctx.submit([slot.cb], fence=slot.fence)
+                host_cpu.append(_time.thread_time() - c0)
                 slot.busy = (first, n, serial)
                 other = res.slots[(k + 1) % _SLOTS]
                 if other.busy is not None:                   # batch k-1, copied out while the GPU runs batch k
@@ -428,7 +601,7 @@ class GpuBaker:
         m._apply(clip, times[-1] if clip is not None else None, weights)
         return out
 
-    def _record(self, res: BakeResources, slot: _Slot, W: np.ndarray, n: int) -> None:
+    def _record(self, res: BakeResources, slot: _Slot, s: int, W: np.ndarray, n: int) -> None:
         from .gpu import barriers
         from .gpu.interface import BAKE_PUSH
         from .gpu.memory import cffi_pointer
@@ -442,6 +615,8 @@ class GpuBaker:
         vk.vkResetCommandBuffer(cb, 0)
         m.ctx.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         barriers.record(cb, barriers.READBACK_TO_BAKE_WRITES)
+        if res.pose is not None:                         # the frames' matrices, then BAKE_POSE_TO_KERNEL
+            res.pose.record(cb, s, n)
 
         cpu = m.ctx.info.device_type == "cpu"
 
@@ -696,6 +871,11 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
         times = np.linspace(0.0, c.duration, frames) if c is not None else np.zeros(frames)
         name = c.name if c is not None else None
         gw, gc, gpu = _timed(lambda: m.bake(clip=name, times=times, space=space, progress=False), repeats)
+        host = list(m._bake_cache.batch_host_cpu)            # the last repeat's, per batch
+        pose_gpu = m._bake_cache.pose is not None
+        # the same bake with the pose on the host (PoseBatch per batch, as before the pose pass): before / after
+        hw, hc, _ = _timed(lambda: GpuBaker(m, space, pose="cpu").run(c, times, None, None, False), repeats)
+        host_cpu_pose = list(m._bake_cache.batch_host_cpu)
         nw, nc, fast = _timed(lambda: bake_numpy_fast(m, clip=name, times=times, space=space), repeats)
         limit = readback_limit(m, frames, repeats=repeats)
         n_ref = max(2, min(frames, 8))
@@ -724,6 +904,13 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
                 "readback_fraction": float(np.median(fractions)), "readback_fraction_min": min(fractions),
                 "readback_fraction_max": max(fractions),
                 "numpy_s_per_frame": float(np.median(nw)) / frames,
+                "pose_on_gpu": pose_gpu, "host_batch_cpu_s": float(np.median(host)),
+                "host_batch_cpu_s_min": min(host), "host_batch_cpu_s_max": max(host),
+                "cpu_pose_s": float(np.median(hw)), "cpu_pose_s_min": min(hw), "cpu_pose_s_max": max(hw),
+                "cpu_pose_cpu_s": float(np.median(hc)),
+                "cpu_pose_host_batch_cpu_s": float(np.median(host_cpu_pose)),
+                "cpu_pose_host_batch_cpu_s_min": min(host_cpu_pose),
+                "cpu_pose_host_batch_cpu_s_max": max(host_cpu_pose),
                 "max_error": err, "max_normal_error": err_n, "numpy_max_error": err_fast}
     finally:
         if own:

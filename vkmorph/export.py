@@ -47,12 +47,19 @@ _WRAP = {"repeat": 10497, "clamp": 33071, "mirror": 33648}
 class ExportSource:
     """What a glTF export needs beyond the vertices. ``instances``: per exported primitive (same order)
     its (node, primitive asset); ``trs``: each frame's local node transforms (T (F, N, 3), R (F, N, 4) x y z w,
-    S (F, N, 3)); ``space``: the space of the vertices ("mesh" or "world")."""
+    S (F, N, 3)), or a function giving them, called on first use (a bake that is never exported does not sample
+    its clip on the host for them); ``space``: the space of the vertices ("mesh" or "world")."""
 
     scene: object
     instances: list
-    trs: tuple
+    trs_of: object
     space: str
+
+    @property
+    def trs(self) -> tuple:
+        if callable(self.trs_of):
+            self.trs_of = self.trs_of()
+        return self.trs_of
 
 
 def frame_paths(path: Path, frames: int) -> list[Path]:

@@ -301,14 +301,15 @@ class Model:
 
     def _export_source(self, clip, times: np.ndarray, space: str):
         """What an export of this pose / bake needs from the scene: its nodes' local transforms per frame (the
-        clip sampled at the bake's clamped times, as the baker poses them), materials, UVs and colours."""
+        clip sampled at the bake's clamped times, as the baker poses them; sampled when an export first asks),
+        materials, UVs and colours."""
         from .anim.pose_batch import PoseBatch
         from .bake import clip_times
         from .export import ExportSource
 
-        trs = PoseBatch(self.scene).sample(clip, clip_times(clip, times))
-        return ExportSource(scene=self.scene, instances=[(i.node, i.prim) for i in self.instances], trs=trs,
-                            space=space)
+        scene, times = self.scene, np.array(times, np.float64)
+        return ExportSource(scene=scene, instances=[(i.node, i.prim) for i in self.instances],
+                            trs_of=lambda: PoseBatch(scene).sample(clip, clip_times(clip, times)), space=space)
 
     def _free_bake_cache(self) -> None:
         """The bake's GPU resources (vkmorph.bake.BakeResources), kept between bakes of one configuration."""

@@ -116,3 +116,78 @@ def test_direct_and_copied_readbacks_both_match_the_reference(model):
         _close(gpu, ref)
     if model.ctx.info.device_type == "cpu":
         assert host_cached_device_memory(model.ctx)         # lavapipe: the default is the direct path
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_pose_on_the_gpu_matches_the_reference_and_the_host_pose(model):
+    """Both spaces (skinned and rigid parts; mesh-space palettes relative to the mesh node, inverted by the pass),
+    with and without skinning: the pose pass (crowd_anim.comp through ClipPosePass) writes every batch's matrices,
+    the host writes only the frames' times; times beyond both ends are clamped, no clip is the rest pose; batches
+    of 3 over two slots."""
+    from vkmorph.bake import GpuBaker
+
+    clip = model.scene.clip("Dance")
+    times = np.r_[-0.25, np.linspace(0.0, clip.duration, 6), clip.duration + 0.5]
+    for space, skinning in (("world", True), ("world", False), ("mesh", True)):
+        baker = GpuBaker(model, space, skinning)
+        gpu = baker.run(clip, times, None, 3, False)
+        assert baker.gpu_pose and baker.pose_refusal is None
+        assert model._bake_cache.pose is not None                   # posed by the pass, not by PoseBatch
+        assert all(s.matrices.mapped is None for s in model._bake_cache.slots)      # device-local: no host write
+        ref = bake_numpy(model, clip="Dance", times=times, space=space, skinning=skinning)
+        _close(gpu, ref)
+        host = GpuBaker(model, space, skinning, pose="cpu").run(clip, times, None, 3, False)
+        assert model._bake_cache.pose is None
+        _close(host, ref)
+        assert np.abs(gpu.positions[1] - gpu.positions[4]).max() > 1e-2           # it moved
+    rest = GpuBaker(model, "world", pose="gpu")                 # Model.pose's one frame, here posed on the GPU
+    _close(rest.run(None, np.zeros(1), None, None, False), bake_numpy(model, space="world"))   # no clip: rest pose
+    assert rest.gpu_pose
+    one = GpuBaker(model, "world")
+    _close(one.run(clip, times[3:4], None, None, False), bake_numpy(model, clip="Dance", times=times[3:4],
+                                                                  space="world"))
+    assert not one.gpu_pose                                    # one frame by default: cheaper on the host
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_bad_pose_arguments_are_one_line(model):
+    from vkmorph.asset.model import AnimationClip
+    from vkmorph.bake import GpuBaker
+    from vkmorph.errors import UsageError
+
+    with pytest.raises(UsageError, match="pose must be"):
+        GpuBaker(model, "world", pose="fast")
+    assert not GpuBaker(model, "mesh", False).gpu_pose         # nothing to pose: every part copied as stored
+    foreign = AnimationClip("elsewhere", 1.0)
+    with pytest.raises(UsageError, match="'elsewhere' is not one of the scene's animations"):
+        GpuBaker(model, "world").run(foreign, np.zeros(2), None, None, False)
+
+
+def test_a_clip_that_scales_the_mesh_node_to_zero_is_posed_on_the_host_in_mesh_space(tmp_path):
+    """Mesh-space palettes of a singular mesh node need the host's pseudo-inverse: that clip falls back to the host
+    pose and says why; world space and a clip without the zero scale stay on the GPU."""
+    import vkmorph
+    from tests.asset.gltf_build import skinned_morph_model, write_gltf
+    from vkmorph.bake import GpuBaker
+    from vkmorph.errors import UsageError
+
+    doc, binary = skinned_morph_model()       # clip 'move': mesh node 'body' scale 1 -> 0 at 0.5 s -> 1 at 1 s
+    m = vkmorph.open(write_gltf(tmp_path / "hide.gltf", doc, binary), validation=True)
+    try:
+        clip = m.scene.clip("move")
+        times = np.linspace(0.0, 1.0, 5)
+        baker = GpuBaker(m, "mesh")
+        out = baker.run(clip, times, None, 2, False)
+        assert not baker.gpu_pose and "'body' is scaled to 0" in baker.pose_refusal
+        _close(out, bake_numpy(m, clip="move", times=times, space="mesh"))
+        with pytest.raises(UsageError, match="cannot be computed on the GPU: mesh-space"):
+            GpuBaker(m, "mesh", pose="gpu").run(clip, times, None, 2, False)
+        world = GpuBaker(m, "world")
+        _close(world.run(clip, times, None, 2, False), bake_numpy(m, clip="move", times=times, space="world"))
+        assert world.gpu_pose
+        rest = GpuBaker(m, "mesh", pose="gpu")
+        _close(rest.run(None, np.zeros(1), None, None, False), bake_numpy(m, space="mesh"))
+        assert rest.gpu_pose
+    finally:
+        m.close()
+    assert not m.messages, m.messages

@@ -1151,7 +1151,13 @@ def bake_line(b: dict) -> str:
             f"({b['readback_fraction_min']:.2f}-{b['readback_fraction_max']:.2f}); GPU {b['gpu_s']:.3f} s wall "
             f"({b['gpu_s_min']:.3f}-{b['gpu_s_max']:.3f}), {b['gpu_cpu_s']:.3f} s process CPU; numpy "
             f"{b['numpy_s']:.3f} s wall, {b['numpy_cpu_s']:.3f} s CPU; {b['batch_frames']} frames per batch, "
-            f"{b['weight_runs']} weight run(s); max error {b['max_error']:.1e} (numpy {b['numpy_max_error']:.1e})")
+            f"{b['weight_runs']} weight run(s); max error {b['max_error']:.1e} (numpy {b['numpy_max_error']:.1e})"
+            + (f"; pose on the {'GPU' if b['pose_on_gpu'] else 'host'}: host {1e3 * b['host_batch_cpu_s']:.2f} ms "
+               f"thread CPU per batch ({1e3 * b['host_batch_cpu_s_min']:.2f}-{1e3 * b['host_batch_cpu_s_max']:.2f}), "
+               f"pose on the host {1e3 * b['cpu_pose_host_batch_cpu_s']:.2f} ms "
+               f"({1e3 * b['cpu_pose_host_batch_cpu_s_min']:.2f}-{1e3 * b['cpu_pose_host_batch_cpu_s_max']:.2f}), "
+               f"that bake {b['cpu_pose_s']:.3f} s wall ({b['cpu_pose_s_min']:.3f}-{b['cpu_pose_s_max']:.3f}), "
+               f"{b['cpu_pose_cpu_s']:.3f} s process CPU" if "pose_on_gpu" in b else ""))
 
 
 def write_reports(report: dict, args) -> None:

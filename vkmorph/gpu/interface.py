@@ -370,7 +370,7 @@ CROWD_ANIM = ShaderInterface(
               Binding("values", 2, STORAGE, (COMPUTE,), "vec4", "readonly"),
               Binding("node_channels", 3, STORAGE, (COMPUTE,), "uvec4", "readonly"),  # per (clip, node): T R S + 1
               Binding("nodes", 4, STORAGE, (COMPUTE,), "vec4", "readonly"),         # rest T (w: parent), R, S
-              Binding("entries", 5, STORAGE, (COMPUTE,), "uvec4", "readonly"),      # node, inverse bind, column
+              Binding("entries", 5, STORAGE, (COMPUTE,), "uvec4", "readonly"),      # node, inverse bind, column, rel.
               Binding("inverse_binds", 6, STORAGE, (COMPUTE,), "mat4", "readonly"),
               Binding("instances", 7, STORAGE, (COMPUTE,), "uvec4", "readonly", member="params",
                       block="InstanceParams"),                                     # clip, phase, speed, duration

@@ -21,6 +21,10 @@ source each. Morph weights stay on the CPU: ``sample_weights(clock)`` samples th
 the GPU-posed instances (vectorized per clip and channel, a few ms at 10,000) and the morph pass uploads the
 changed rows as for any host-set weights (docs/architecture.md says why).
 
+The pass itself (clip buffers, palette entries, pipeline, the dispatch) is ``ClipPosePass``; its per-pose inputs
+and output belong to its user: ``CrowdAnimation`` (a pose per instance) and the bake (``vkmorph/bake.py``, a pose
+per frame of a batch, whose entries may be relative to a node: mesh space).
+
 Per frame ``record(cb, slot, time=)``: level 1, nothing recorded when neither the clock nor any version moved
 since this slot was recorded; else host writes of the changed rows (parameters, transforms, CPU palettes),
 ``PREVIOUS_FRAME_TO_ANIM``, one dispatch over the GPU-posed instances' range, the consumer barrier. The host
@@ -97,6 +101,64 @@ class ClipTables:
         self.durations = np.array([float(c.duration) for c in clips], np.float64)
 
 
+class ClipPosePass:
+    """The clip-pose pass of ``glsl/crowd_anim.comp``, shared by its two users: the clips' buffers (a
+    ``ClipTables``), the palette layout (``entries``: per matrix written, (node position in ``tables.order``,
+    inverse bind, column, 0); ``inverse_binds``: (E, 4, 4) math matrices; ``palette_width``: columns per pose) and
+    the pipeline. A user owns the per-pose inputs and the output and binds them with ``make_set``: ``params`` (per
+    pose (clip or ``NO_CLIP``, phase, speed, duration) as uvec4, the floats' bits), ``transforms`` (per pose the
+    mat4 at the roots) and ``palettes`` (per pose ``palette_width`` mat4, column-major). ``record`` dispatches one
+    thread per pose of a range. Users: ``CrowdAnimation`` (a pose per crowd instance) and ``vkmorph.bake`` (a pose
+    per frame of a batch, written into the matrices its kernel reads). Owns only what it creates;
+    ``destroy()`` frees it at once (its owner defers that until the GPU is done with it)."""
+
+    def __init__(self, ctx, tables: ClipTables, entries: np.ndarray, inverse_binds: np.ndarray,
+                 palette_width: int, *, max_sets: int, name: str = "clip pose"):
+        self.ctx, self.tables = ctx, tables
+        self._owner = Owner(ctx, name)
+        entries = np.asarray(entries, np.uint32).reshape(-1, 4)
+        try:
+            o, t = self._owner, tables
+            ibm = np.asarray(inverse_binds, np.float32).reshape(-1, 4, 4)
+            if not len(ibm):
+                ibm = np.eye(4, dtype=np.float32)[None]
+            data = {"channels": t.channels, "times": t.times, "values": t.values, "node_channels": t.node_channels,
+                    "nodes": t.nodes, "entries": entries if len(entries) else np.zeros((1, 4), np.uint32),
+                    "inverse_binds": ibm.transpose(0, 2, 1).copy()}          # std430 mat4: column-major
+            with ctx.batched_uploads():
+                self._static = {key: o.own(M.device_buffer(ctx, d, M.STORAGE, name=f"{name} {key}"))
+                                for key, d in data.items()}
+            self.pipeline = o.own(ComputePipeline(ctx, CROWD_ANIM, max_sets=max_sets))
+        except BaseException:
+            self._owner.destroy()
+            raise
+        self._push = np.zeros(1, CROWD_ANIM_PUSH)
+        self._push["node_count"] = len(t.order)
+        self._push["entry_count"] = len(entries)
+        self._push["palette_width"] = palette_width
+
+    def make_set(self, params, transforms, palettes):
+        """A descriptor set over this pass's buffers and a user's per-pose inputs and output (class docstring)."""
+        return self.pipeline.make_set({**self._static, "instances": params, "transforms": transforms,
+                                       "palettes": palettes})
+
+    def record(self, cb, dset, *, time: float, first: int, count: int) -> None:
+        """Dispatch poses [first, first + count) of ``dset`` at the clock ``time`` (pose time = phase + speed x
+        time, wrapped by its duration when that is > 0). The caller records the barriers around it."""
+        self.pipeline.bind(cb, dset)
+        push = self._push
+        push["time"] = time
+        per = MAX_GROUPS * CROWD_ANIM.local_size
+        for lo in range(first, first + count, per):
+            n = min(per, first + count - lo)
+            push["first_instance"], push["instance_count"] = lo, n
+            self.pipeline.push(cb, vk.ffi.from_buffer(push))
+            vk.vkCmdDispatch(cb, self.pipeline.groups(n), 1, 1)
+
+    def destroy(self) -> None:
+        self._owner.destroy()
+
+
 class CrowdAnimation:
     """GPU clip sampling and palettes for a crowd runtime (see the module docstring). ``clips``: the clips an
     instance may play (default: the scene's animations), addressed by index, name or the clip itself."""
@@ -140,7 +202,6 @@ class CrowdAnimation:
         # first column -> the lowest skin index with that block (the one CrowdState.skin_matrices caches)
         self._blocks = {v: k for k, v in sorted(self._first.items(), reverse=True)}
         self.entries = np.array(entries or [(0, 0, 0, 0)], np.uint32).reshape(-1, 4)
-        ibm = np.array(ibms or [np.eye(4)], np.float32)
         # per instance: (clip or NO_CLIP, phase, speed, duration); a version per row moves when play/stop wrote it
         self._clip = np.full(N, NO_CLIP, np.uint32)
         self._phase = np.zeros(N, np.float64)
@@ -163,14 +224,11 @@ class CrowdAnimation:
         self._owner = Owner(self.ctx, "crowd animation")
         self._last_serial = 0
         try:
-            ctx, o, t = self.ctx, self._owner, self.tables
-            with ctx.batched_uploads():
-                static = {name: o.own(M.device_buffer(ctx, data, M.STORAGE, name=f"crowd anim {name}"))
-                          for name, data in (("channels", t.channels), ("times", t.times), ("values", t.values),
-                                             ("node_channels", t.node_channels), ("nodes", t.nodes),
-                                             ("entries", self.entries),
-                                             ("inverse_binds", ibm.transpose(0, 2, 1).copy()))}
-            self.pipeline = o.own(ComputePipeline(ctx, CROWD_ANIM, max_sets=slots))
+            ctx, o = self.ctx, self._owner
+            self.pose = o.own(ClipPosePass(ctx, self.tables, np.array(entries, np.uint32).reshape(-1, 4),
+                                           np.array(ibms, np.float32).reshape(-1, 4, 4), width, max_sets=slots,
+                                           name="crowd anim"))
+            self.pipeline = self.pose.pipeline
             self.params = [o.own(M.host_buffer(ctx, 16 * N, M.STORAGE, name=f"crowd anim params slot {k}"))
                            for k in range(slots)]
             self.transforms = [o.own(M.host_buffer(ctx, 64 * N, M.STORAGE, name=f"crowd transforms slot {k}"))
@@ -183,16 +241,11 @@ class CrowdAnimation:
                                    for b in self.palettes]
             for v in self._param_views:
                 v[:, 0] = NO_CLIP
-            self._sets = [self.pipeline.make_set({**static, "instances": self.params[k],
-                                                  "transforms": self.transforms[k], "palettes": self.palettes[k]})
+            self._sets = [self.pose.make_set(self.params[k], self.transforms[k], self.palettes[k])
                           for k in range(slots)]
         except BaseException:
             self._owner.destroy()
             raise
-        self._push = np.zeros(1, CROWD_ANIM_PUSH)
-        self._push["node_count"] = len(t.order)
-        self._push["entry_count"] = len(entries)
-        self._push["palette_width"] = width
 
     # ------------------------------------------------------------------ what instances play
     def clip_index(self, clip) -> int:
@@ -349,15 +402,7 @@ class CrowdAnimation:
             gpu_rows = np.flatnonzero(posed)
             lo, hi = int(gpu_rows[0]), int(gpu_rows[-1]) + 1
             barriers.record(cb, barriers.PREVIOUS_FRAME_TO_ANIM)
-            self.pipeline.bind(cb, self._sets[slot])
-            push = self._push
-            push["time"] = clock
-            per = MAX_GROUPS * CROWD_ANIM.local_size
-            for first in range(lo, hi, per):
-                n = min(per, hi - first)
-                push["first_instance"], push["instance_count"] = first, n
-                self.pipeline.push(cb, vk.ffi.from_buffer(push))
-                vk.vkCmdDispatch(cb, self.pipeline.groups(n), 1, 1)
+            self.pose.record(cb, self._sets[slot], time=clock, first=lo, count=hi - lo)
             dispatched = len(gpu_rows)
             self.dispatches[slot] += 1
             self._applied_clock[slot] = clock
