@@ -44,9 +44,10 @@ for phase in "$@"; do
         --markdown "$OUT/$tag-crowd.md" >"$OUT/$tag-crowd.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-crowd.txt" ;;
     crowd-passes)   # GPU ms per pass of both skinning paths, N = 1 ... 10,000, and Dawn-like heads as a crowd
-      timeout ${PASSES_S:-200} python3 -m vkmorph.app.crowd_bench --passes --counts 1,100,1000,10000 \
+      timeout ${PASSES_S:-200} python3 -m vkmorph.app.crowd_bench --passes --counts ${PASSES_COUNTS:-1,100,1000,10000} ${PASSES_ARGS:-} \
         --json "$OUT/$tag-crowd-passes.json" --markdown "$OUT/$tag-crowd-passes.md" >"$OUT/$tag-crowd-passes.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-crowd-passes.txt"
+      [ "${HEADS_S:-90}" = 0 ] && continue                    # HEADS_S=0: no heads rows this time
       timeout ${HEADS_S:-90} python3 -m vkmorph.app.crowd_bench --heads 1 100 1000 5000 15000 --json "$OUT/$tag-heads.json" \
         --markdown "$OUT/$tag-heads.md" >"$OUT/$tag-heads.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-heads.txt" ;;
