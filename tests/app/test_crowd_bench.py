@@ -55,7 +55,7 @@ def test_pass_rows_with_lod_report_triangles_and_levels_per_pass(ctx, monkeypatc
     assert off["compute_forward_triangles"] == 2 * 3237 and off["compute_forward_lod"] == [2]
     assert coarse["compute_forward_lod"] == [0, 0, 0, 2]
     for w in ("shadow", "forward"):
-        assert coarse[f"vertex_{w}_triangles"] < 0.1 * off[f"vertex_{w}_triangles"]
+        assert coarse[f"vertex_{w}_triangles"] < 0.15 * off[f"vertex_{w}_triangles"]
     line = B.pass_line(coarse)
     assert line.startswith("crowd passes      2 lod 3:") and "lod 0/0/0/2" in line and "vertex:" in line
     md = "\n".join(B.pass_markdown([off, coarse]))

@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", parents=[model], help="what the importer found in FILE, after validation")
     p.add_argument("file")
     p.add_argument("--json", action="store_true", help="machine-readable output (see docs/architecture.md)")
+    p.add_argument("--lod", action="store_true",
+                   help="also each primitive's triangles per level of detail (crowds: SceneRenderer(lod=))")
     p.set_defaults(fn=cmd_info)
 
     p = sub.add_parser("morph", parents=[model],
