@@ -56,7 +56,14 @@ def test_pass_rows_with_lod_report_triangles_and_levels_per_pass(ctx, monkeypatc
     assert coarse["compute_forward_lod"] == [0, 0, 0, 2]
     for w in ("shadow", "forward"):
         assert coarse[f"vertex_{w}_triangles"] < 0.15 * off[f"vertex_{w}_triangles"]
+    for r in (off, coarse):      # the time model, fit on the compute path, predicts the vertex path's ratio
+        tm = r["time_model"]
+        assert tm["bandwidth_gbs"] > 0 and tm["raster_ns"] >= 0 and np.isfinite(tm["vertex_over_compute"])
+        assert np.isclose(tm["compute_ms"], r["compute_skin_ms"] + r["compute_shadow_ms"] + r["compute_forward_ms"])
+        assert r["drawn_skinned_vertices"] > 0 and r["drawn_other_vertices"] > 0
+    assert coarse["drawn_skinned_vertices"] < off["drawn_skinned_vertices"]
     line = B.pass_line(coarse)
+    assert "time model on the compute path" in line
     assert line.startswith("crowd passes      2 lod 3:") and "lod 0/0/0/2" in line and "vertex:" in line
     md = "\n".join(B.pass_markdown([off, coarse]))
     assert "| 2 | 3 | compute" in md and "(0/0/0/2)" in md

@@ -587,6 +587,8 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off") -> dict:
                         row[f"{p}_{which}_draws"] = cf.pass_draws[which]
                         row[f"{p}_{which}_triangles"] = cf.pass_triangles[which]
                         row[f"{p}_{which}_lod"] = cf.level_counts(which)
+                    row["drawn_skinned_vertices"] = sum(v[0] for v in cf.pass_vertices.values())
+                    row["drawn_other_vertices"] = sum(v[1] for v in cf.pass_vertices.values())
         for k, v in samples.items():
             row[k] = float(np.median(v))
         if "compute_morph_ms" in row and "vertex_morph_ms" in row:
@@ -599,6 +601,7 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off") -> dict:
             row[f"{p}_deform_draw_ms"] = sum(row.get(f"{p}_{k}_ms", 0.0) for k in ("skin", "shadow", "forward"))
         if "compute_deform_draw_ms" in row and "vertex_deform_draw_ms" in row and row["compute_deform_draw_ms"]:
             row["vertex_over_compute"] = row["vertex_deform_draw_ms"] / row["compute_deform_draw_ms"]
+            _time_model(row, N, skinned, stride)
         return row
     finally:
         ctx.wait_idle()          # nothing is destroyed while a frame may still run (an exception above)
@@ -606,6 +609,26 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off") -> dict:
             o.destroy()
         rt.destroy()
         ctx.wait_idle()
+
+
+def _time_model(row: dict, N: int, skinned, stride: int) -> None:
+    """render/skin_cost.pass_model calibrated on this row's compute path (its skinning dispatch and raster
+    passes), then its prediction of the vertex path against the measured one."""
+    from ..render.skin_cost import calibrate, pass_model
+
+    if not skinned or row.get("compute_skin_ms", 0) <= 0:
+        return
+    counts = {"passes": 1, "stride": stride, "skinned_vertices": N * sum(i.prim.vertex_count for i in skinned),
+              "skinned_drawn": row["drawn_skinned_vertices"], "other_drawn": row["drawn_other_vertices"]}
+    try:
+        cal = calibrate(**counts, skin_ms=row["compute_skin_ms"],
+                        raster_ms=row["compute_shadow_ms"] + row["compute_forward_ms"])
+    except UsageError:
+        return
+    m = pass_model(**counts, **cal)
+    row["time_model"] = {**cal, "vertex_ms": m["vertex"], "compute_ms": m["compute"],
+                         "vertex_over_compute": m["vertex"] / m["compute"],
+                         "choice": "compute" if m["compute"] < m["vertex"] else "vertex"}
 
 
 def pass_line(r: dict) -> str:
@@ -623,6 +646,10 @@ def pass_line(r: dict) -> str:
             parts.append(f"{p}: skipped ({r.get(f'{p}_skipped', '')})")
     ratio = f"; vertex / compute (skin + shadow + forward) {r['vertex_over_compute']:.2f}" \
         if "vertex_over_compute" in r else ""
+    tm = r.get("time_model")
+    if tm:
+        ratio += (f" (time model on the compute path's {tm['bandwidth_gbs']:.1f} GB/s, {tm['raster_ns']:.3f} ns per "
+                  f"drawn vertex and pass: predicts {tm['vertex_over_compute']:.2f}, picks {tm['choice']})")
     return (f"crowd passes {r['instances']:>6,} lod {r.get('lod', 'off')}: " + "; ".join(parts) + ratio
             + f"; model picks {r['model_choice']}")
 
@@ -645,9 +672,12 @@ def pass_markdown(rows: list[dict]) -> list[str]:
            "wall beside it; draws: the frame's crowd vkCmdDraw* calls, CrowdFrame.draw_calls; "
            "lod: SceneRenderer(lod=); "
            "triangles and LOD histogram (instances at level 0/1/2/3) per pass: CrowdFrame.pass_triangles, "
-           "level_counts):", "",
+           "level_counts; time model: render/skin_cost.pass_model calibrated on the row's compute path (skinning "
+           "dispatch -> bandwidth, shadow + forward -> ns per drawn vertex and pass), its vertex / compute in "
+           "brackets):", "",
            "| instances | lod | path | morph ms | skinning ms | shadow ms | forward ms | skin+shadow+forward ms | "
-           "frame CPU ms (wall) | vertex / compute | model picks (bytes per vertex: compute, vertex) | "
+           "frame CPU ms (wall) | vertex / compute measured (time model predicts) | "
+           "model picks (bytes per vertex: compute, vertex; time model) | "
            "shadow triangles (LOD histogram) | forward triangles (LOD histogram) |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -663,8 +693,12 @@ def pass_markdown(rows: list[dict]) -> list[str]:
             tris = [f"{r[f'{p}_{w}_triangles']:,} ({'/'.join(str(x) for x in r[f'{p}_{w}_lod'])})"
                     if f"{p}_{w}_triangles" in r else "" for w in ("shadow", "forward")]
             ratio = f"{r['vertex_over_compute']:.2f}" if p == "vertex" and "vertex_over_compute" in r else ""
+            tm = r.get("time_model")
+            if ratio and tm:
+                ratio += f" ({tm['vertex_over_compute']:.2f})"
             mb = r.get("model_bytes") or {}
-            pick = f"{r['model_choice']} ({mb.get('compute')}, {mb.get('vertex')})" if p == "compute" else ""
+            pick = (f"{r['model_choice']} ({mb.get('compute')}, {mb.get('vertex')}"
+                    + (f"; time model {tm['choice']}" if tm else "") + ")") if p == "compute" else ""
             draws = f" ({r[f'{p}_draw_calls']:,} draws)" if f"{p}_draw_calls" in r else ""
             out.append(f"| {r['instances']:,} | {lod} | {p}{draws} | {r[f'{p}_morph_ms']:.2f} | "
                        f"{r[f'{p}_skin_ms']:.2f} | {r[f'{p}_shadow_ms']:.2f} | {r[f'{p}_forward_ms']:.2f} | "

@@ -73,6 +73,7 @@ class CrowdItem:
     index_count: int = 0               # level 0's indices (the primitive's own)
     lod_first: tuple = (0,)            # per LOD level: first index in ``index_buffer`` and index count
     lod_count: tuple = ()
+    lod_vertices: tuple = ()           # per LOD level: distinct vertices its indices reference
     index_buffer: object = None        # the LOD levels' indices one after the other (None: the item's own buffer)
 
 
@@ -155,6 +156,7 @@ class CrowdFrame:
         self.pass_runs = {CAMERA: level_runs(self.visible, None, 1), SHADOW: level_runs(self.visible, None, 1)}
         self.pass_draws = {CAMERA: 0, SHADOW: 0}       # crowd draws / triangles of each pass since record_deform
         self.pass_triangles = {CAMERA: 0, SHADOW: 0}
+        self.pass_vertices = {CAMERA: [0, 0], SHADOW: [0, 0]}   # distinct vertices drawn: [skinned, other]
         self._applied = [np.full(N, -1, np.int64) for _ in range(self.slots)]
         self.skinned_last = 0          # instances compute-skinned by the last record
         self.draw_calls = 0            # vkCmdDraw* recorded by ``draw`` since the last ``record_deform`` (one frame)
@@ -200,6 +202,7 @@ class CrowdFrame:
                     it.vs = "crowd_skin" if inst.prim.is_skinned else "crowd_static"
             c.index_count = it.index_count
             c.lod_count = (it.index_count,)
+            c.lod_vertices = (int(len(np.unique(inst.prim.indices))),)
             if self.lod is not None:
                 self._build_lod(c, inst)
             it.crowd = c
@@ -213,6 +216,7 @@ class CrowdFrame:
         counts = [len(x) for x in lv]
         c.lod_first = tuple(int(x) for x in np.cumsum([0] + counts[:-1]))
         c.lod_count = tuple(counts)
+        c.lod_vertices = tuple(int(len(np.unique(x))) for x in lv)
         ib = self._own(M.device_buffer(self.ctx, np.concatenate(lv).astype(np.uint32), M.INDEX,
                                        name=f"crowd LOD indices n{inst.node}p{inst.prim_index}"))
         c.index_buffer = ib.handle
@@ -289,6 +293,7 @@ class CrowdFrame:
         self.draw_calls = 0
         self.pass_draws = {CAMERA: 0, SHADOW: 0}
         self.pass_triangles = {CAMERA: 0, SHADOW: 0}
+        self.pass_vertices = {CAMERA: [0, 0], SHADOW: [0, 0]}
         counters = self.rt.record(cb, slot=self.output_slots[slot], visible=vis)
         if self.animation is not None:   # palettes read by compute skinning (its own guard) and the vertex shaders
             self.animation.record(cb, self.output_slots[slot], time=self.time, consumer="vertex")
@@ -308,7 +313,7 @@ class CrowdFrame:
         if c.index_buffer is not None:
             vk.vkCmdBindIndexBuffer(cb, c.index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
         vk.vkCmdBindVertexBuffers(cb, 0, 2, [vb, extra_buffer], [base, 0])
-        draws = tris = 0
+        draws = tris = verts = 0
         for level, idx, runs in self.pass_runs[which]:
             n, first_index = c.lod_count[level], c.lod_first[level]
             if not n or not len(idx):
@@ -325,10 +330,12 @@ class CrowdFrame:
                     vk.vkCmdDrawIndexed(cb, n, 1, first_index, 0, i)
                 draws += len(idx)
             tris += (n // 3) * len(idx)
+            verts += c.lod_vertices[level] * len(idx)
         self.draw_calls += draws
         key = SHADOW if which == SHADOW else CAMERA
         self.pass_draws[key] += draws
         self.pass_triangles[key] += tris
+        self.pass_vertices[key][0 if c.mode != "rigid" else 1] += verts
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         return self.culler.bounds()
