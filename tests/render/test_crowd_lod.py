@@ -115,15 +115,17 @@ def test_vertices_exact_at_every_level_and_after_switching_level_and_visibility(
 
 def test_instance_outside_the_camera_but_in_the_light_volume_casts_its_shadow(ctx):
     """Instance 1 out of the camera's frustum, inside the light's volume: the ground under the camera is darker
-    with it there than with it moved out of both (the former frustum-only culling drew no shadow for it)."""
-    from vkmorph.render.camera import OrbitCamera
+    with it there than with it moved out of both (the former frustum-only culling drew no shadow for it).
+    Instance 2, in the light's volume too but on the side its shadow leaves the view, is culled from the shadow
+    pass (its box swept along the light misses the camera's frustum): not deformed for nothing."""
+    from vkmorph.render.camera import OrbitCamera, light_view_proj
 
-    off = _offscreen(ctx, 2, lod=None, shadow=256)
+    off = _offscreen(ctx, 3, lod=None, shadow=256)
     try:
         r, cf = off.renderer, off.renderer.crowd_frame
         crowd = r.runtime.crowd
-        T = np.repeat(np.eye(4)[None], 2, 0)
-        T[1, 0, 3] = 6.0
+        T = np.repeat(np.eye(4)[None], 3, 0)
+        T[1, 0, 3], T[2, 0, 3] = 6.0, -30.0
         crowd.set_transforms(T)
         r.frame_camera()                          # ground, light volume (r.bounds): both instances
         r.light_dir = np.array([-1.0, -0.45, 0.0])   # low: instance 1's shadow falls far to its -x side
@@ -135,6 +137,10 @@ def test_instance_outside_the_camera_but_in_the_light_volume_casts_its_shadow(ct
             crowd.set_transforms(T)
             images.append(off.render().astype(int))
             assert not cf.visible[1] and cf.shadow_visible[1] == (x == 6.0)
+            lo, hi = r.bounds                    # the light's volume, as SceneRenderer.update makes it
+            volume = light_view_proj(r.light_dir, (lo + hi) / 2, max(float(np.linalg.norm(hi - lo)) / 2, 1e-3) * 1.6)
+            assert cf.culler.visible(volume)[2]
+            assert not cf.visible[2] and not cf.shadow_visible[2] and not cf.deform_visible[2]
         darker = (images[1] - images[0]).max(axis=-1)
         assert (darker > 10).sum() > 200                   # its shadow, in view
         assert (darker < -10).sum() == 0                   # and nothing else changed

@@ -246,17 +246,24 @@ class CrowdFrame:
 
     # ------------------------------------------------------------------ per frame
     def update(self, slot: int, view_proj: np.ndarray, *, light_view_proj: np.ndarray | None = None,
-               pixels: float = 720.0, shadow_pixels: float = 1024.0) -> None:
+               light_dir=None, pixels: float = 720.0, shadow_pixels: float = 1024.0) -> None:
         """Host side of frame ``slot``: the visible sets (culling with the camera's ``view_proj`` for the forward
-        pass, the light's ``light_view_proj`` for the shadow pass: an instance outside the camera's frustum still
-        casts its shadow; None: the camera's), the LOD level per instance and pass (the target ``pixels`` high,
-        the shadow map ``shadow_pixels``), and the matrices of the instances that moved since this slot last
-        wrote them."""
+        pass; for the shadow pass the light's ``light_view_proj`` volume and, with ``light_dir`` (the direction
+        the light travels), only instances whose box swept along it can reach the camera's frustum: an instance
+        outside the camera's frustum still casts its shadow into view, one whose shadow cannot land there is
+        not deformed for it; None: the camera's set), the LOD level per instance and pass (the target ``pixels``
+        high, the shadow map ``shadow_pixels``), and the matrices of the instances that moved since this slot
+        last wrote them."""
         N = self.crowd.count
         light = view_proj if light_view_proj is None else light_view_proj
         if self.cull:
             self.visible = self.culler.visible(view_proj)
-            self.shadow_visible = self.culler.visible(light) if light_view_proj is not None else self.visible
+            if light_view_proj is None:
+                self.shadow_visible = self.visible
+            else:
+                self.shadow_visible = self.culler.visible(light)
+                if light_dir is not None:
+                    self.shadow_visible &= self.culler.casts_into(view_proj, light_dir)
         else:
             self.visible = self.shadow_visible = np.ones(N, bool)
         if self.lod is not None:

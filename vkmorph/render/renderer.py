@@ -584,7 +584,7 @@ class SceneRenderer:
     def _update_crowd(self, slot: int, aspect: float, light_vp: np.ndarray) -> None:
         """Crowds: visible sets of the camera and the light, LOD levels and per-instance matrices
         (CrowdFrame.update); the heat-map joint per item."""
-        self.crowd_frame.update(slot, self.camera.view_proj(aspect), light_view_proj=light_vp,
+        self.crowd_frame.update(slot, self.camera.view_proj(aspect), light_view_proj=light_vp, light_dir=self.light_dir,
                                 pixels=float(self._viewport[1]), shadow_pixels=float(self.shadow_size))
         if self._heat_applied != self.heat_joint:
             for it in self.items:
