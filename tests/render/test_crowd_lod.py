@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.render.test_crowd_render import expected_world, pose_randomly, skinned_positions
+from tests.render.crowd_scenes import expected_world, pose_randomly, skinned_positions
 from vkmorph.errors import UsageError
 from vkmorph.render.crowd_lod import CrowdLod, projected_diameter
 

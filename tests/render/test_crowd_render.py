@@ -9,40 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.render.crowd_scenes import crowd_scene
-from vkmorph.asset.model import STATIC_VERTEX
+from tests.render.crowd_scenes import crowd_scene, expected_world, pose_randomly, skinned_positions
 from vkmorph.gpu import memory as M
-from vkmorph.morph.reference import morph_reference, skin_reference
+from vkmorph.morph.reference import morph_reference
 from vkmorph.render.crowd_cull import CrowdCuller, frustum_planes
 from vkmorph.render.crowd_skin import CrowdSkinning
 from vkmorph.render.morph_pass import MorphRuntime
-
-
-def expected_world(rt, inst, i):
-    """numpy: instance i's primitive morphed at its own weights, skinned by its own palette (world space)."""
-    crowd = rt.crowd
-    v = inst.prim.vertices
-    if inst.is_morphing:
-        w = crowd.weights[i][rt.pose.slice_of(inst.node)][:inst.target_count]
-        p, n, t = morph_reference(inst.prim, w)
-    else:
-        p, n, t = v["position"], v["normal"], v["tangent"]
-    return skin_reference(p, n, np.asarray(t), v["joints"], v["weights"], crowd.skin_matrices(inst.prim.skin)[i])
-
-
-def pose_randomly(rt, rng, rows=None):
-    crowd = rt.crowd
-    r = np.arange(crowd.count) if rows is None else np.asarray(rows)
-    crowd.set_all_weights(rng.random((len(r), crowd.weights.shape[1])), rows=r)
-    T, R, S = (np.array(a)[r] for a in crowd.local)
-    ang = rng.random(R.shape[:2]) * 1.5
-    R[:] = np.stack([np.zeros_like(ang), np.sin(ang / 2), np.zeros_like(ang), np.cos(ang / 2)], -1)
-    crowd.set_local(rotation=R, rows=r)
-
-
-def skinned_positions(ctx, skin, slot, d, i):
-    raw = M.readback(ctx, skin.outputs[slot], np.uint8, count=48 * d.vertex_count, offset=d.offset_of(i))
-    return raw.view(STATIC_VERTEX)["position"].copy()
 
 
 def previous_positions(ctx, skin, slot, d, i):
