@@ -34,6 +34,21 @@ def test_info_json_matches_the_file():
     assert all(isinstance(p["delta_count"], int) for p in d["primitives"])
 
 
+def test_info_lod_lists_triangles_per_level():
+    """``info --lod``: per primitive the triangles of each level of detail (asset/lod.py), level 0 the file's, each
+    level no more than the one before; without --lod the key is absent (info stays cheap)."""
+    path = asset("RobotExpressive", "RobotExpressive.glb")
+    d = json.loads(vkmorph("info", path, "--json", "--lod").stdout)
+    for p in d["primitives"]:
+        t = p["lod_triangles"]
+        assert len(t) == 4 and t[0] == p["index_count"] // 3 and all(b <= a for a, b in zip(t, t[1:])) and t[-1] > 0
+    assert sum(p["lod_triangles"][-1] for p in d["primitives"]) < 0.15 * sum(p["index_count"] // 3
+                                                                             for p in d["primitives"])
+    assert "lod_triangles" not in json.loads(vkmorph("info", path, "--json").stdout)["primitives"][0]
+    r = vkmorph("info", path, "--lod")
+    assert r.returncode == 0 and "LOD triangles: " in r.stdout
+
+
 @pytest.mark.parametrize("model", [("RobotExpressive", "RobotExpressive.glb"), ("SimpleSkin", "SimpleSkin.gltf")])
 def test_info_json_nodes_materials_rest_bounds_from_the_file(model):
     """Per primitive: the nodes instancing its mesh, its material's name and the POSITION accessor's min/max."""

@@ -36,3 +36,37 @@ def test_gpu_anim_rows_scaling_and_heads_render(ctx, monkeypatch):
     per = heads[1]["bytes_per_extra_head"]
     assert 14_000 * 48 <= per <= 14_000 * 48 + 1024, per       # its output and weights, never its own deltas
     assert np.isfinite(heads[1]["gpu_ms"])
+
+
+def test_pass_rows_with_lod_report_triangles_and_levels_per_pass(ctx, monkeypatch):
+    """``crowd_bench --passes --lod off,on``: both skinning paths per row, the triangles each pass drew and the
+    instances per level; a forced coarse level draws fewer triangles than LOD off, in both passes."""
+    import pytest
+
+    from vkmorph.app import crowd_bench as B
+    from vkmorph.errors import UsageError
+
+    monkeypatch.setenv("VKMORPH_ASSETS", str(asset("RobotExpressive", "RobotExpressive.glb").parents[1]))
+    off, coarse = (B.pass_rows(ctx, (2,), frames=1, lod=lod)[0] for lod in ("off", 3))
+    for r in (off, coarse):
+        for p in ("compute", "vertex"):
+            for w in ("shadow", "forward"):
+                assert sum(r[f"{p}_{w}_lod"]) == 2 and r[f"{p}_{w}_triangles"] > 0
+    assert off["compute_forward_triangles"] == 2 * 3237 and off["compute_forward_lod"] == [2]
+    assert coarse["compute_forward_lod"] == [0, 0, 0, 2]
+    for w in ("shadow", "forward"):
+        assert coarse[f"vertex_{w}_triangles"] < 0.15 * off[f"vertex_{w}_triangles"]
+    for r in (off, coarse):      # the time model, fit on the compute path, predicts the vertex path's ratio
+        tm = r["time_model"]
+        assert tm["bandwidth_gbs"] > 0 and tm["raster_ns"] >= 0 and np.isfinite(tm["vertex_over_compute"])
+        assert np.isclose(tm["compute_ms"], r["compute_skin_ms"] + r["compute_shadow_ms"] + r["compute_forward_ms"])
+        assert r["drawn_skinned_vertices"] > 0 and r["drawn_other_vertices"] > 0
+    assert coarse["drawn_skinned_vertices"] < off["drawn_skinned_vertices"]
+    line = B.pass_line(coarse)
+    assert "time model on the compute path" in line
+    assert line.startswith("crowd passes      2 lod 3:") and "lod 0/0/0/2" in line and "vertex:" in line
+    md = "\n".join(B.pass_markdown([off, coarse]))
+    assert "| 2 | 3 | compute" in md and "(0/0/0/2)" in md
+    assert B.lod_option("on") == "on" and B.lod_option("2") == 2
+    with pytest.raises(UsageError, match="--lod"):
+        B.lod_option("fast")

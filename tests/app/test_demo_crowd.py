@@ -67,6 +67,25 @@ def test_headless_crowd_on_the_cpu_path(tmp_path):
     assert blobs(saturated(tmp_path / "cpu" / "frame_001.png")) >= 6
 
 
+@pytest.mark.gpu
+def test_headless_crowd_with_levels_of_detail(tmp_path):
+    """``--crowd-lod on``: the panel's line of instances per level (camera, then the shadow pass) adds up to the
+    visible / shadow-casting counts; a forced level puts every instance there."""
+    for lod, want in (("on", None), ("2", [0, 0, 9, 0])):
+        r = vkmorph("demo", "--headless", "--frames", "2", "--crowd", 9, "--crowd-lod", lod, "--size", "160x120",
+                    "--out-dir", tmp_path / f"lod{lod}")
+        assert r.returncode == 0, r.stderr
+        line = [x for x in r.stdout.splitlines() if x.strip().startswith("LOD ")][-1]
+        fwd, shadow = line.split("(shadow ")
+        fwd = [int(x) for x in fwd.split()[1].split("/")]
+        shadow = [int(x) for x in shadow.rstrip(")").split("/")]
+        assert len(fwd) == len(shadow) == 4 and sum(fwd) == 9 and sum(shadow) == 9, line
+        assert "crowd: 9 instances, 9 visible, animated on the GPU, 9 cast shadows" in r.stdout
+        if want is not None:
+            assert fwd == want and shadow == want
+        assert blobs(saturated(tmp_path / f"lod{lod}" / "frame_001.png")) >= 12
+
+
 def test_sine_clip_is_the_sine_drivers():
     """The built-in scene's sine drivers baked into the GPU animation's clip sample (CPU, PoseBatch / play) as
     the CPU path computes them, within the linear keys' error."""

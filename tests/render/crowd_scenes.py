@@ -5,7 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from tests.helpers import random_prim
-from vkmorph.asset.model import SKINNED_VERTEX, AnimationClip, MeshAsset, NodeAsset, NodeChannel, SceneAsset, SkinAsset
+from vkmorph.asset.model import (
+    SKINNED_VERTEX,
+    STATIC_VERTEX,
+    AnimationClip,
+    MeshAsset,
+    NodeAsset,
+    NodeChannel,
+    SceneAsset,
+    SkinAsset,
+)
+from vkmorph.gpu import memory as M
+from vkmorph.morph.reference import morph_reference, skin_reference
 
 
 def crowd_scene(rng) -> SceneAsset:
@@ -74,3 +85,30 @@ def anim_scene(rng) -> SceneAsset:
     meshes = [MeshAsset("m", [b]), MeshAsset("p", [random_prim(rng, 30, 0, 0.0)])]
     return SceneAsset(nodes=nodes, meshes=meshes, skins=skins, animations=[a, bclip],
                       roots=[0, 1])
+
+
+def expected_world(rt, inst, i):
+    """numpy: instance i's primitive morphed at its own weights, skinned by its own palette (world space)."""
+    crowd = rt.crowd
+    v = inst.prim.vertices
+    if inst.is_morphing:
+        w = crowd.weights[i][rt.pose.slice_of(inst.node)][:inst.target_count]
+        p, n, t = morph_reference(inst.prim, w)
+    else:
+        p, n, t = v["position"], v["normal"], v["tangent"]
+    return skin_reference(p, n, np.asarray(t), v["joints"], v["weights"], crowd.skin_matrices(inst.prim.skin)[i])
+
+
+def pose_randomly(rt, rng, rows=None):
+    crowd = rt.crowd
+    r = np.arange(crowd.count) if rows is None else np.asarray(rows)
+    crowd.set_all_weights(rng.random((len(r), crowd.weights.shape[1])), rows=r)
+    T, R, S = (np.array(a)[r] for a in crowd.local)
+    ang = rng.random(R.shape[:2]) * 1.5
+    R[:] = np.stack([np.zeros_like(ang), np.sin(ang / 2), np.zeros_like(ang), np.cos(ang / 2)], -1)
+    crowd.set_local(rotation=R, rows=r)
+
+
+def skinned_positions(ctx, skin, slot, d, i):
+    raw = M.readback(ctx, skin.outputs[slot], np.uint8, count=48 * d.vertex_count, offset=d.offset_of(i))
+    return raw.view(STATIC_VERTEX)["position"].copy()

@@ -44,14 +44,16 @@ def _render(ctx, N, camera=None, skinning="compute"):
         image = off.render()
         cf = r.crowd_frame
         modes = [(c.mode, c.shared, c.pulled) for c in cf.items]
-        return image, cf.draw_calls, modes, list(cf.runs), cf.visible.copy()
+        return image, cf.draw_calls, modes, (list(cf.runs), dict(cf.pass_runs)), cf.visible.copy()
     finally:
         off.destroy()
 
 
-def _expected_draws(modes, runs, visible):
-    per_pass = sum(len(runs) if shared or pulled else int(visible.sum()) for _, shared, pulled in modes)
-    return PASSES * per_pass
+def _expected_draws(modes, runs):
+    """Per pass (its own visible set: the camera's frustum, the light's volume) and LOD level (one here)."""
+    _, pass_runs = runs
+    return sum(len(r) if shared or pulled else len(idx)
+               for levels in pass_runs.values() for _, idx, r in levels for _, shared, pulled in modes)
 
 
 def test_compute_skinned_crowd_is_one_draw_per_run_and_the_same_image(ctx, monkeypatch):
@@ -63,18 +65,18 @@ def test_compute_skinned_crowd_is_one_draw_per_run_and_the_same_image(ctx, monke
         compute = sum(m == "compute" for m, *_ in modes)
         assert compute and all(p for m, _, p in modes if m == "compute"), modes
         if camera is None:
-            assert visible.all() and runs == [(0, N)]
+            assert visible.all() and runs[0] == [(0, N)]
             # one draw per compute-skinned (or other pulled / shared) primitive and pass for N instances (was N)
             assert draws == PASSES * len(modes)
         else:
             assert 0 < visible.sum() < N
-        assert draws == _expected_draws(modes, runs, visible)
+        assert draws == _expected_draws(modes, runs)
         with monkeypatch.context() as mp:
             mp.setattr(CrowdFrame, "pull_compute", False)
             mp.setattr(CrowdFrame, "pull_vertex", False)
             ref, ref_draws, ref_modes, *_ = _render(ctx, N, camera)
         assert not any(p for *_, p in ref_modes)
-        assert ref_draws == _expected_draws(ref_modes, runs, visible)
+        assert ref_draws == _expected_draws(ref_modes, runs)
         assert np.array_equal(image, ref)
         assert image.std() > 0
 
@@ -93,15 +95,15 @@ def test_morphing_vertex_path_crowd_is_one_draw_per_run_and_the_same_image(ctx, 
         assert morphing_skinned and all(morphing_skinned), modes
         assert all(p for _, shared, p in modes if not shared), modes
         if camera is None:
-            assert visible.all() and runs == [(0, N)]
+            assert visible.all() and runs[0] == [(0, N)]
             assert draws == PASSES * len(modes)          # every primitive: one draw per pass for N instances
         else:
-            assert 0 < visible.sum() < N and len(runs) >= 1
-        assert draws == _expected_draws(modes, runs, visible)
+            assert 0 < visible.sum() < N and len(runs[0]) >= 1
+        assert draws == _expected_draws(modes, runs)
         with monkeypatch.context() as mp:
             mp.setattr(CrowdFrame, "pull_vertex", False)
             ref, ref_draws, ref_modes, *_ = _render(ctx, N, camera, skinning="vertex")
         assert not any(p for *_, p in ref_modes)
-        assert ref_draws == _expected_draws(ref_modes, runs, visible) > draws
+        assert ref_draws == _expected_draws(ref_modes, runs) > draws
         assert np.array_equal(image, ref)
         assert image.std() > 0

@@ -9,40 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.render.crowd_scenes import crowd_scene
-from vkmorph.asset.model import STATIC_VERTEX
+from tests.render.crowd_scenes import crowd_scene, expected_world, pose_randomly, skinned_positions
 from vkmorph.gpu import memory as M
-from vkmorph.morph.reference import morph_reference, skin_reference
+from vkmorph.morph.reference import morph_reference
 from vkmorph.render.crowd_cull import CrowdCuller, frustum_planes
 from vkmorph.render.crowd_skin import CrowdSkinning
 from vkmorph.render.morph_pass import MorphRuntime
-
-
-def expected_world(rt, inst, i):
-    """numpy: instance i's primitive morphed at its own weights, skinned by its own palette (world space)."""
-    crowd = rt.crowd
-    v = inst.prim.vertices
-    if inst.is_morphing:
-        w = crowd.weights[i][rt.pose.slice_of(inst.node)][:inst.target_count]
-        p, n, t = morph_reference(inst.prim, w)
-    else:
-        p, n, t = v["position"], v["normal"], v["tangent"]
-    return skin_reference(p, n, np.asarray(t), v["joints"], v["weights"], crowd.skin_matrices(inst.prim.skin)[i])
-
-
-def pose_randomly(rt, rng, rows=None):
-    crowd = rt.crowd
-    r = np.arange(crowd.count) if rows is None else np.asarray(rows)
-    crowd.set_all_weights(rng.random((len(r), crowd.weights.shape[1])), rows=r)
-    T, R, S = (np.array(a)[r] for a in crowd.local)
-    ang = rng.random(R.shape[:2]) * 1.5
-    R[:] = np.stack([np.zeros_like(ang), np.sin(ang / 2), np.zeros_like(ang), np.cos(ang / 2)], -1)
-    crowd.set_local(rotation=R, rows=r)
-
-
-def skinned_positions(ctx, skin, slot, d, i):
-    raw = M.readback(ctx, skin.outputs[slot], np.uint8, count=48 * d.vertex_count, offset=d.offset_of(i))
-    return raw.view(STATIC_VERTEX)["position"].copy()
 
 
 def previous_positions(ctx, skin, slot, d, i):
@@ -201,12 +173,14 @@ def test_renderer_draws_a_crowd_by_either_skinning_path(ctx, paths):
             if path != "one":
                 assert path in modes and r.crowd_frame.visible.all()
                 images["bounds"], images["camera"] = r.bounds, r.camera
-                # look away: far down -z, the crowd (around the origin) behind the camera
+                # look away: far down -z, the crowd (around the origin) behind the camera, and the light's volume
+                # (around r.bounds) there too: no pass draws an instance
                 r.camera = OrbitCamera(target=(0.0, 1.0, -1000.0), distance=5.0, yaw=0.0, pitch=0.0)
+                r.bounds = (np.array([-1.0, 0.0, -1001.0]), np.array([1.0, 2.0, -999.0]))
                 crowd.set_all_weights(np.zeros((crowd.count, crowd.weights.shape[1])))
                 off.render()
                 c = off.last_counters
-                assert not r.crowd_frame.visible.any()
+                assert not r.crowd_frame.visible.any() and not r.crowd_frame.shadow_visible.any()
                 assert c.instances_dispatched == 0 and c.instances_culled == N
                 assert r.crowd_frame.skinned_last == 0
         finally:
@@ -303,12 +277,15 @@ def test_two_frames_of_one_slot_in_one_command_buffer(ctx):
         R[:] = np.stack([np.zeros_like(ang), np.sin(ang / 2), np.zeros_like(ang), np.cos(ang / 2)], -1)
         rt.crowd.set_local(rotation=R)    # a pose-only change
 
+        wide_bounds = r.bounds
+
         def two(cb):
             r.camera = OrbitCamera(target=(0.0, 0.5, 0.0), distance=3.0, yaw=0.0, pitch=0.2)
+            r.bounds = (np.array([-1.0, 0.0, -1.0]), np.array([1.0, 2.0, 1.0]))   # the light's volume: near 0 too
             r.update(0, 64 / 48, 64, 48)
-            first = cf.visible.copy()
+            first = cf.deform_visible.copy()          # the camera's and the light's: what is skinned
             r.record(cb, 0, off.targets.framebuffers[0], 64, 48)
-            r.camera = wide
+            r.camera, r.bounds = wide, wide_bounds
             r.update(0, 64 / 48, 64, 48)
             c = r.record(cb, 0, off.targets.framebuffers[0], 64, 48)
             assert not first.all() and cf.visible.all() and cf.skinned_last == int((~first).sum())

@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", parents=[model], help="what the importer found in FILE, after validation")
     p.add_argument("file")
     p.add_argument("--json", action="store_true", help="machine-readable output (see docs/architecture.md)")
+    p.add_argument("--lod", action="store_true",
+                   help="also each primitive's triangles per level of detail (crowds: SceneRenderer(lod=))")
     p.set_defaults(fn=cmd_info)
 
     p = sub.add_parser("morph", parents=[model],
@@ -178,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="shadow map size (default 1024 on a GPU, 512 on a CPU device)")
     p.add_argument("--crowd", type=int, metavar="N",
                    help="N instances on a grid, each at its own clip phase and speed (skinned once per frame, culled)")
+    p.add_argument("--crowd-lod", choices=["off", "on", "0", "1", "2", "3"], default="off",
+                   help="--crowd: levels of detail per instance by its size on screen (on), or one level forced "
+                        "(0 = the full mesh .. 3 = ~5%% of its triangles); the panel shows instances per level")
     p.add_argument("--crowd-anim", choices=["gpu", "cpu"], default="gpu",
                    help="--crowd: pose the instances' skeletons on the GPU (default; morph weights sampled on the "
                         "CPU) or on the CPU (numpy, ~70 us per instance per frame)")

@@ -502,13 +502,25 @@ PASS_COUNTS, PASS_COUNTS_QUICK = (1, 100, 1000, 10000), (1, 100)
 PASS_SIZE = (320, 240)      # small: lavapipe shades every pixel on the CPU; the passes' vertex work is the point
 
 
-def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3) -> list[dict]:
+def lod_option(text: str):
+    """``--lod`` value: "off", "on" or a forced level (int) -> ``SceneRenderer(lod=)``."""
+    t = str(text).strip()
+    if t in ("off", "on"):
+        return t
+    try:
+        return int(t)
+    except ValueError:
+        raise UsageError(f"--lod: 'off', 'on' or a level number, got {text!r}") from None
+
+
+def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3, lod="off") -> list[dict]:
     """Both skinning paths side by side: per N, one crowd runtime drawn by two SceneRenderers (compute skinning
     once per frame then plain draws; vertex-shader skinning in each pass), frames interleaved A, B, A, B in one
     window, every instance changing weights and pose every frame, culling off (every instance drawn). GPU ms per
     pass from the renderer's timestamps (``pass_timing``); the morph pass runs in A's frame (B's finds it done:
     both draw the same morph output), so B's morph column is A's. A crowd whose compute-skinning bindings exceed
-    maxStorageBufferRange gets the vertex path only (the row says so)."""
+    maxStorageBufferRange gets the vertex path only (the row says so). ``lod``: ``SceneRenderer(lod=)`` ("off",
+    "on", a forced level); each row reports the triangles each pass drew and the LOD histogram per pass."""
     from .. import load_scene
     from .bench import find_model
 
@@ -520,13 +532,13 @@ def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3) -> list[dict]:
     out = []
     for N in counts:
         try:
-            out.append(_pass_row(ctx, scene, clip, N, frames))
+            out.append(_pass_row(ctx, scene, clip, N, frames, lod))
         except UsageError as exc:   # too large for this device in one runtime
-            out.append({"instances": N, "skipped": str(exc)})
+            out.append({"instances": N, "lod": str(lod), "skipped": str(exc)})
     return out
 
 
-def _pass_row(ctx, scene, clip, N: int, frames: int) -> dict:
+def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off") -> dict:
     from ..render.crowd_render import RENDER_PASSES
     from ..render.morph_pass import MorphRuntime
     from ..render.offscreen import OffscreenRenderer
@@ -536,12 +548,12 @@ def _pass_row(ctx, scene, clip, N: int, frames: int) -> dict:
     w, h = PASS_SIZE
     rt = MorphRuntime(ctx, scene, instances=N)
     offs: dict[str, OffscreenRenderer] = {}
-    row: dict = {"instances": N, "frames": frames}
+    row: dict = {"instances": N, "frames": frames, "lod": str(lod)}
     try:
         for p in ("compute", "vertex"):
             try:
                 offs[p] = OffscreenRenderer(ctx, scene, w, h, samples=1, shadow_size=512, runtime=rt, skinning=p,
-                                            cull=False, pass_timing=True, ground=False)
+                                            cull=False, pass_timing=True, ground=False, lod=lod)
             except UsageError as exc:
                 row[f"{p}_skipped"] = str(exc)
         crowd = rt.crowd
@@ -569,7 +581,14 @@ def _pass_row(ctx, scene, clip, N: int, frames: int) -> dict:
                         samples.setdefault(f"{p}_{k}_ms", []).append(v)
                     samples.setdefault(f"{p}_frame_cpu_ms", []).append(cpu)
                     samples.setdefault(f"{p}_frame_wall_ms", []).append(wall)
-                    row[f"{p}_draw_calls"] = o.renderer.crowd_frame.draw_calls   # crowd draws of the frame
+                    cf = o.renderer.crowd_frame
+                    row[f"{p}_draw_calls"] = cf.draw_calls   # crowd draws of the frame
+                    for which in ("shadow", "forward"):
+                        row[f"{p}_{which}_draws"] = cf.pass_draws[which]
+                        row[f"{p}_{which}_triangles"] = cf.pass_triangles[which]
+                        row[f"{p}_{which}_lod"] = cf.level_counts(which)
+                    row["drawn_skinned_vertices"] = sum(v[0] for v in cf.pass_vertices.values())
+                    row["drawn_other_vertices"] = sum(v[1] for v in cf.pass_vertices.values())
         for k, v in samples.items():
             row[k] = float(np.median(v))
         if "compute_morph_ms" in row and "vertex_morph_ms" in row:
@@ -582,6 +601,7 @@ def _pass_row(ctx, scene, clip, N: int, frames: int) -> dict:
             row[f"{p}_deform_draw_ms"] = sum(row.get(f"{p}_{k}_ms", 0.0) for k in ("skin", "shadow", "forward"))
         if "compute_deform_draw_ms" in row and "vertex_deform_draw_ms" in row and row["compute_deform_draw_ms"]:
             row["vertex_over_compute"] = row["vertex_deform_draw_ms"] / row["compute_deform_draw_ms"]
+            _time_model(row, N, skinned, stride)
         return row
     finally:
         ctx.wait_idle()          # nothing is destroyed while a frame may still run (an exception above)
@@ -591,21 +611,55 @@ def _pass_row(ctx, scene, clip, N: int, frames: int) -> dict:
         ctx.wait_idle()
 
 
+def _time_model(row: dict, N: int, skinned, stride: int) -> None:
+    """render/skin_cost.pass_model calibrated on this row's compute path (its skinning dispatch and raster
+    passes), then its prediction of the vertex path against the measured one."""
+    from ..render.skin_cost import calibrate, pass_model
+
+    if not skinned or row.get("compute_skin_ms", 0) <= 0:
+        return
+    counts = {"passes": 1, "stride": stride, "skinned_vertices": N * sum(i.prim.vertex_count for i in skinned),
+              "skinned_drawn": row["drawn_skinned_vertices"], "other_drawn": row["drawn_other_vertices"]}
+    try:
+        cal = calibrate(**counts, skin_ms=row["compute_skin_ms"],
+                        raster_ms=row["compute_shadow_ms"] + row["compute_forward_ms"])
+    except UsageError:
+        return
+    m = pass_model(**counts, **cal)
+    row["time_model"] = {**cal, "vertex_ms": m["vertex"], "compute_ms": m["compute"],
+                         "vertex_over_compute": m["vertex"] / m["compute"],
+                         "choice": "compute" if m["compute"] < m["vertex"] else "vertex"}
+
+
 def pass_line(r: dict) -> str:
     if "skipped" in r:
-        return f"crowd passes {r['instances']:>6,}: skipped ({r['skipped']})"
+        return f"crowd passes {r['instances']:>6,} lod {r.get('lod', 'off')}: skipped ({r['skipped']})"
     parts = []
     for p in ("compute", "vertex"):
         if f"{p}_forward_ms" in r:
             parts.append(f"{p}: morph {r[f'{p}_morph_ms']:.2f} skin {r[f'{p}_skin_ms']:.2f} shadow "
                          f"{r[f'{p}_shadow_ms']:.2f} forward {r[f'{p}_forward_ms']:.2f} ms GPU "
                          f"(frame {r[f'{p}_frame_cpu_ms']:.1f} ms CPU, {r[f'{p}_frame_wall_ms']:.1f} wall"
-                         + (f", {r[f'{p}_draw_calls']} crowd draws" if f"{p}_draw_calls" in r else "") + ")")
+                         + (f", {r[f'{p}_draw_calls']} crowd draws" if f"{p}_draw_calls" in r else "") + ")"
+                         + _tri_text(r, p))
         else:
             parts.append(f"{p}: skipped ({r.get(f'{p}_skipped', '')})")
     ratio = f"; vertex / compute (skin + shadow + forward) {r['vertex_over_compute']:.2f}" \
         if "vertex_over_compute" in r else ""
-    return f"crowd passes {r['instances']:>6,}: " + "; ".join(parts) + ratio + f"; model picks {r['model_choice']}"
+    tm = r.get("time_model")
+    if tm:
+        ratio += (f" (time model on the compute path's {tm['bandwidth_gbs']:.1f} GB/s, {tm['raster_ns']:.3f} ns per "
+                  f"drawn vertex and pass: predicts {tm['vertex_over_compute']:.2f}, picks {tm['choice']})")
+    return (f"crowd passes {r['instances']:>6,} lod {r.get('lod', 'off')}: " + "; ".join(parts) + ratio
+            + f"; model picks {r['model_choice']}")
+
+
+def _tri_text(r: dict, p: str) -> str:
+    """Triangles and the LOD histogram (instances per level) of each pass, for a line."""
+    if f"{p}_forward_triangles" not in r:
+        return ""
+    return " [" + ", ".join(f"{w} {r[f'{p}_{w}_triangles']:,} tris {r[f'{p}_{w}_draws']:,} draws "
+                            f"lod {'/'.join(str(x) for x in r[f'{p}_{w}_lod'])}" for w in ("shadow", "forward")) + "]"
 
 
 def pass_markdown(rows: list[dict]) -> list[str]:
@@ -615,25 +669,42 @@ def pass_markdown(rows: list[dict]) -> list[str]:
            f"renderers, frames interleaved, every instance changing every frame, culling off, "
            f"{PASS_SIZE[0]}x{PASS_SIZE[1]} no MSAA, shadow map 512; median of {rows[0].get('frames', 0)} frames; "
            "the morph pass is the same for both; frame CPU = thread time of update + record + submit + wait, "
-           "wall beside it; draws: the frame's crowd vkCmdDraw* calls, CrowdFrame.draw_calls):", "",
-           "| instances | path | morph ms | skinning ms | shadow ms | forward ms | skin+shadow+forward ms | "
-           "frame CPU ms (wall) | vertex / compute | model picks (bytes per vertex: compute, vertex) |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "wall beside it; draws: the frame's crowd vkCmdDraw* calls, CrowdFrame.draw_calls; "
+           "lod: SceneRenderer(lod=); "
+           "triangles and LOD histogram (instances at level 0/1/2/3) per pass: CrowdFrame.pass_triangles, "
+           "level_counts; time model: render/skin_cost.pass_model calibrated on the row's compute path (skinning "
+           "dispatch -> bandwidth, shadow + forward -> ns per drawn vertex and pass), its vertex / compute in "
+           "brackets):", "",
+           "| instances | lod | path | morph ms | skinning ms | shadow ms | forward ms | skin+shadow+forward ms | "
+           "frame CPU ms (wall) | vertex / compute measured (time model predicts) | "
+           "model picks (bytes per vertex: compute, vertex; time model) | "
+           "shadow triangles (LOD histogram) | forward triangles (LOD histogram) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        lod = r.get("lod", "off")
         if "skipped" in r:
-            out.append(f"| {r['instances']:,} | skipped: {r['skipped']} | | | | | | | | |")
+            out.append(f"| {r['instances']:,} | {lod} | skipped: {r['skipped']} | | | | | | | | | | |")
             continue
         for p in ("compute", "vertex"):
             if f"{p}_forward_ms" not in r:
-                out.append(f"| {r['instances']:,} | {p}: skipped ({r.get(f'{p}_skipped', '')}) | | | | | | | | |")
+                out.append(f"| {r['instances']:,} | {lod} | {p}: skipped ({r.get(f'{p}_skipped', '')}) "
+                           "| | | | | | | | | | |")
                 continue
+            tris = [f"{r[f'{p}_{w}_triangles']:,} ({'/'.join(str(x) for x in r[f'{p}_{w}_lod'])})"
+                    if f"{p}_{w}_triangles" in r else "" for w in ("shadow", "forward")]
             ratio = f"{r['vertex_over_compute']:.2f}" if p == "vertex" and "vertex_over_compute" in r else ""
+            tm = r.get("time_model")
+            if ratio and tm:
+                ratio += f" ({tm['vertex_over_compute']:.2f})"
             mb = r.get("model_bytes") or {}
-            pick = f"{r['model_choice']} ({mb.get('compute')}, {mb.get('vertex')})" if p == "compute" else ""
+            pick = (f"{r['model_choice']} ({mb.get('compute')}, {mb.get('vertex')}"
+                    + (f"; time model {tm['choice']}" if tm else "") + ")") if p == "compute" else ""
             draws = f" ({r[f'{p}_draw_calls']:,} draws)" if f"{p}_draw_calls" in r else ""
-            out.append(f"| {r['instances']:,} | {p}{draws} | {r[f'{p}_morph_ms']:.2f} | {r[f'{p}_skin_ms']:.2f} | "
-                       f"{r[f'{p}_shadow_ms']:.2f} | {r[f'{p}_forward_ms']:.2f} | {r[f'{p}_deform_draw_ms']:.2f} | "
-                       f"{r[f'{p}_frame_cpu_ms']:.1f} ({r[f'{p}_frame_wall_ms']:.1f}) | {ratio} | {pick} |")
+            out.append(f"| {r['instances']:,} | {lod} | {p}{draws} | {r[f'{p}_morph_ms']:.2f} | "
+                       f"{r[f'{p}_skin_ms']:.2f} | {r[f'{p}_shadow_ms']:.2f} | {r[f'{p}_forward_ms']:.2f} | "
+                       f"{r[f'{p}_deform_draw_ms']:.2f} | "
+                       f"{r[f'{p}_frame_cpu_ms']:.1f} ({r[f'{p}_frame_wall_ms']:.1f}) | "
+                       f"{ratio} | {pick} | {tris[0]} | {tris[1]} |")
     return out
 
 
@@ -653,6 +724,9 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", action="store_true",
                     help="only GPU ms per pass of both skinning paths side by side (pass_rows)")
     ap.add_argument("--counts", help="with --passes: instance counts, comma-separated (default 1,100,1000,10000)")
+    ap.add_argument("--lod", default="off",
+                    help="with --passes: levels of detail, comma-separated, each 'off', 'on' or a forced level; "
+                         "every count is measured at each (e.g. off,on)")
     ap.add_argument("--note", help="a line for the markdown (e.g. the host's load)")
     args = ap.parse_args(argv)
     ctx = Context.create(echo_messages=True)
@@ -664,10 +738,12 @@ def main(argv=None) -> int:
             report["passes"] = []
             counts = [int(x) for x in args.counts.split(",")] if args.counts else (
                 PASS_COUNTS_QUICK if args.quick else PASS_COUNTS)
+            lods = [lod_option(x) for x in args.lod.split(",")]
             for N in counts:
-                report["passes"] += pass_rows(ctx, (N,))
-                print(pass_line(report["passes"][-1]), flush=True)
-                _write(report, args)      # after every row: a later size that crashes the driver keeps these
+                for lod in lods:
+                    report["passes"] += pass_rows(ctx, (N,), lod=lod)
+                    print(pass_line(report["passes"][-1]), flush=True)
+                    _write(report, args)      # after every row: a later size that crashes the driver keeps these
         report["gpu_anim"] = []
         special = args.heads is not None or args.gpu_scaling is not None or args.passes  # only those rows
         if args.gpu_scaling is not None:

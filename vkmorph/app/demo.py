@@ -131,7 +131,8 @@ class HeadlessFrames:
     start-up section (``app/startup_bench.py``) run it."""
 
     def __init__(self, ctx, scene, *, size: tuple[int, int], samples: int, shadow_size: int, sine: bool,
-                 scale: float = 1.0, clip_args=None, crowd: int | None = None, crowd_anim: str = "gpu"):
+                 scale: float = 1.0, clip_args=None, crowd: int | None = None, crowd_anim: str = "gpu",
+                 crowd_lod: str = "off"):
         from ..render.offscreen import OffscreenRenderer
 
         # headless there is no window to upscale into: the image is the 3D view's own size
@@ -139,7 +140,7 @@ class HeadlessFrames:
         self.render_size = self.size
         self.off = OffscreenRenderer(ctx, scene, *self.size, samples=msaa_samples(ctx, samples),
                                      shadow_size=shadow_size,
-                                     **crowd_options(crowd, scene, sine=sine, animation=crowd_anim))
+                                     **crowd_options(crowd, scene, sine=sine, animation=crowd_anim, lod=crowd_lod))
         try:
             r = self.renderer = self.off.renderer
             self.driver = make_driver(scene, r, sine=sine)
@@ -186,7 +187,8 @@ def run_headless(scene, args) -> int:
         loop = HeadlessFrames(ctx, scene, size=size, samples=q["samples"], shadow_size=q["shadow_size"],
                               sine=args.file is None, scale=getattr(args, "scale", None) or 1.0, clip_args=args,
                               crowd=getattr(args, "crowd", None),
-                              crowd_anim=getattr(args, "crowd_anim", "gpu"))
+                              crowd_anim=getattr(args, "crowd_anim", "gpu"),
+                              crowd_lod=getattr(args, "crowd_lod", "off"))
         print_warnings(loop.renderer)
         last = None
         for f in range(frames):
@@ -206,13 +208,17 @@ def run_headless(scene, args) -> int:
     return 3 if ctx.errors_and_warnings() else 0
 
 
-def crowd_options(crowd: int | None, scene=None, *, sine: bool = False, animation: str = "gpu") -> dict:
-    """SceneRenderer options of ``--crowd N`` (none without it): N instances, per-pass GPU timestamps, and with
+def crowd_options(crowd: int | None, scene=None, *, sine: bool = False, animation: str = "gpu",
+                  lod: str = "off") -> dict:
+    """SceneRenderer options of ``--crowd N`` (none without it): N instances, per-pass GPU timestamps, levels of
+    detail (``--crowd-lod``: "off", "on" or a forced level number), and with
     a ``scene`` and ``animation="gpu"`` (``--crowd-anim``, default gpu) the GPU animation over its clips (with
     ``sine``, the built-in scene's sine drivers baked into a clip first: app/crowd_driver.sine_clip)."""
     if crowd is None:
         return {}
     opts = {"instances": crowd, "pass_timing": True}
+    if lod not in (None, "off"):
+        opts["lod"] = int(lod) if str(lod).isdigit() else lod
     from ..gpu.interface import CROWD_ANIM_MAX_NODES
 
     gpu = scene is not None and animation == "gpu"
@@ -252,8 +258,12 @@ def crowd_stats(renderer, slot: int = 0) -> dict | None:
     cf = renderer.crowd_frame
     if cf is None:
         return None
-    return {"instances": cf.crowd.count, "visible": int(cf.visible.sum()), "paths": cf.describe(renderer.scene),
-            "pass_ms": renderer.pass_ms(slot), "animation": "GPU" if cf.animation is not None else "CPU"}
+    out = {"instances": cf.crowd.count, "visible": int(cf.visible.sum()), "paths": cf.describe(renderer.scene),
+           "pass_ms": renderer.pass_ms(slot), "animation": "GPU" if cf.animation is not None else "CPU",
+           "shadow_visible": int(cf.shadow_visible.sum())}
+    if cf.lod is not None:      # instances per LOD level, camera and shadow pass
+        out["lod"], out["shadow_lod"] = cf.level_counts("forward"), cf.level_counts("shadow")
+    return out
 
 
 def crowd_lines(renderer) -> list[str]:
@@ -351,7 +361,8 @@ class DemoWindow:
                                           shadow_size=q["shadow_size"],
                                           **crowd_options(getattr(self.args, "crowd", None), self.scene,
                                                           sine=self.default_scene,
-                                                          animation=getattr(self.args, "crowd_anim", "gpu")))
+                                                          animation=getattr(self.args, "crowd_anim", "gpu"),
+                                                          lod=getattr(self.args, "crowd_lod", "off")))
             r = self.renderer
             scale_text = f", 3D view at {self.scale:.0%} of the window" if self.scale < 1 else ""
             self.stats["quality"] = (f"MSAA {r.samples}x, shadow {q['shadow_size']}"

@@ -231,13 +231,19 @@ class DemoPanel:
 
 def crowd_stat_lines(crowd: dict | None) -> list[str]:
     """The panel's crowd rows (``vkmorph demo --crowd N``; the headless demo prints the same): instance and
-    visible counts, where the instances are animated (GPU / CPU), the skinning path per object (compute:
+    visible counts (and how many the shadow pass draws), instances per level of detail (``--crowd-lod``), where
+    the instances are animated (GPU / CPU), the skinning path per object (compute:
     skinned once per frame, then plain draws; vertex: skinned in each pass's vertex shader; rigid: no skin),
     GPU ms per pass."""
     if not crowd:
         return []
     lines = [f"crowd: {crowd['instances']} instances, {crowd['visible']} visible"
-             + (f", animated on the {crowd['animation']}" if crowd.get("animation") else "")]
+             + (f", animated on the {crowd['animation']}" if crowd.get("animation") else "")
+             + (f", {crowd['shadow_visible']} cast shadows" if "shadow_visible" in crowd else "")]
+    if crowd.get("lod"):        # instances per level of detail: camera, then shadow
+        lines.append("  LOD " + "/".join(str(x) for x in crowd["lod"])
+                     + (" (shadow " + "/".join(str(x) for x in crowd["shadow_lod"]) + ")" if crowd.get("shadow_lod")
+                        else ""))
     lines += [f"  {name}: {path}" for name, path in crowd.get("paths", [])]
     ms = crowd.get("pass_ms")
     if ms:     # two rows: the panel is narrow

@@ -194,6 +194,19 @@ class CrowdCuller:
         self.last_visible = (dist >= 0).all(axis=1)
         return self.last_visible
 
+    def casts_into(self, view_proj: np.ndarray, light_dir) -> np.ndarray:
+        """(instances,) bool: the instance's posed box swept along the light's travel direction ``light_dir``
+        (its shadow volume) is not wholly outside any plane of ``view_proj``'s clip volume: its shadow may land
+        in view (conservative). Per plane the swept box is outside when the box is and the light does not carry
+        it in (n . light_dir <= 0)."""
+        b = self.boxes()
+        planes = frustum_planes(view_proj)
+        n = planes[:, :3]
+        c, h = (b[:, 0] + b[:, 1]) / 2, (b[:, 1] - b[:, 0]) / 2
+        dist = c @ n.T + planes[:, 3] + h @ np.abs(n).T
+        carried = (n @ np.asarray(light_dir, np.float64)) > 0          # (6,): moving along the light enters
+        return ((dist >= 0) | carried[None]).all(axis=1)
+
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """World (lo, hi) of the whole crowd as posed now."""
         b = self.boxes()

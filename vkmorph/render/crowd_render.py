@@ -49,9 +49,11 @@ from ..gpu import memory as M
 from ..gpu.interface import PULLED_SKINNED_VEC4, PULLED_VERTEX_VEC4
 from ..gpu.vk import vk
 from .crowd_cull import CrowdCuller
+from .crowd_lod import parse_lod
 from .crowd_skin import CrowdSkinning
 
 RENDER_PASSES = 2     # shadow + forward draw every crowd primitive (the outline only the selection): the model's input
+CAMERA, SHADOW = "forward", "shadow"    # the two visible sets / LOD choices of a frame (the outline: the camera's)
 
 
 @dataclass
@@ -68,12 +70,24 @@ class CrowdItem:
     views: list | None = None          # (instances, instance_matrices, 4, 4) float32 views of ``buffers``
     draw: object = None                # the runtime's CrowdDraw of this primitive (matrices, palette)
     pulled: bool = False               # the vertex shader reads each instance's range (instanced draws)
+    index_count: int = 0               # level 0's indices (the primitive's own)
+    lod_first: tuple = (0,)            # per LOD level: first index in ``index_buffer`` and index count
+    lod_count: tuple = ()
+    lod_vertices: tuple = ()           # per LOD level: distinct vertices its indices reference
+    index_buffer: object = None        # the LOD levels' indices one after the other (None: the item's own buffer)
 
 
 def pulled_range(c: CrowdItem, count: int) -> int:
     """Bytes of set 1's ``crowd_vertices`` range of a pulled item: instance 0's first vertex to the last's end."""
     per_vertex = 16 * (PULLED_SKINNED_VEC4 if c.mode == "vertex" else PULLED_VERTEX_VEC4)
     return (count - 1) * c.instance_stride + c.vertex_count * per_vertex
+
+
+def level_runs(visible: np.ndarray, levels: np.ndarray | None, n_levels: int) -> list[tuple[int, np.ndarray, list]]:
+    """[(level, visible instance indices, runs)] of the visible instances per LOD level (levels None: all 0)."""
+    if levels is None:
+        return [(0, *visible_runs(visible))]
+    return [(k, *visible_runs(visible & (levels == k))) for k in range(n_levels)]
 
 
 def visible_runs(visible: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -88,8 +102,10 @@ def visible_runs(visible: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]
 
 class CrowdFrame:
     """The crowd side of a ``SceneRenderer`` (see the module docstring). ``skinning``: "auto" (the cost model
-    per primitive), "compute" or "vertex" for every skinned primitive; ``cull``: frustum culling;
-    ``motion_vectors``: previous positions of the compute-skinned primitives (CrowdSkinning)."""
+    per primitive), "compute" or "vertex" for every skinned primitive; ``cull``: frustum culling, per pass (the
+    camera's frustum for the forward pass, the light's volume for the shadow pass; deformed: either);
+    ``motion_vectors``: previous positions of the compute-skinned primitives (CrowdSkinning); ``lod``: levels of
+    detail (render/crowd_lod.py ``parse_lod``: None / "off", "on", a forced level or a ``CrowdLod``)."""
 
     # compute-skinned primitives: crowd_pull.vert and one instanced draw per run of visible instances; False: the
     # former per-instance draws (crowd_static.vert, binding 0 rebound per instance), the tests' exact reference
@@ -100,8 +116,9 @@ class CrowdFrame:
     pull_vertex = True
 
     def __init__(self, renderer, items, *, skinning: str = "auto", cull: bool = True,
-                 motion_vectors: bool = False, animation="cpu", animation_clips: list | None = None):
+                 motion_vectors: bool = False, animation="cpu", animation_clips: list | None = None, lod=None):
         rt = renderer.runtime
+        self.lod = parse_lod(lod)
         if rt.crowd is None:
             raise UsageError("CrowdFrame needs a crowd runtime (MorphRuntime(..., instances=N))")
         self.rt, self.crowd, self.cull = rt, rt.crowd, bool(cull)
@@ -128,8 +145,15 @@ class CrowdFrame:
             self.destroy()
             raise
         N = self.crowd.count
-        self.visible = np.ones(N, bool)
+        self.n_levels = self.lod.levels if self.lod is not None else 1
+        self.visible = np.ones(N, bool)            # the camera's visible set (forward and outline passes)
+        self.shadow_visible = np.ones(N, bool)     # the light volume's (shadow pass)
+        self.levels = self.shadow_levels = None    # (N,) int8 LOD levels per pass (None: no LOD, all 0)
         self.visible_idx, self.runs = visible_runs(self.visible)
+        self.pass_runs = {CAMERA: level_runs(self.visible, None, 1), SHADOW: level_runs(self.visible, None, 1)}
+        self.pass_draws = {CAMERA: 0, SHADOW: 0}       # crowd draws / triangles of each pass since record_deform
+        self.pass_triangles = {CAMERA: 0, SHADOW: 0}
+        self.pass_vertices = {CAMERA: [0, 0], SHADOW: [0, 0]}   # distinct vertices drawn: [skinned, other]
         self._applied = [np.full(N, -1, np.int64) for _ in range(self.slots)]
         self.skinned_last = 0          # instances compute-skinned by the last record
         self.draw_calls = 0            # vkCmdDraw* recorded by ``draw`` since the last ``record_deform`` (one frame)
@@ -173,8 +197,26 @@ class CrowdFrame:
                     it.vs = "crowd_skin_pull" if inst.prim.is_skinned else "crowd_pull"
                 else:
                     it.vs = "crowd_skin" if inst.prim.is_skinned else "crowd_static"
+            c.index_count = it.index_count
+            c.lod_count = (it.index_count,)
+            c.lod_vertices = (int(len(np.unique(inst.prim.indices))),)
+            if self.lod is not None:
+                self._build_lod(c, inst)
             it.crowd = c
             self.items.append(c)
+
+    def _build_lod(self, c: CrowdItem, inst) -> None:
+        """The primitive's LOD index lists (asset/lod.py: original vertices only) in one index buffer."""
+        from ..asset.lod import primitive_lods
+
+        lv = primitive_lods(inst.prim, self.lod.ratios)
+        counts = [len(x) for x in lv]
+        c.lod_first = tuple(int(x) for x in np.cumsum([0] + counts[:-1]))
+        c.lod_count = tuple(counts)
+        c.lod_vertices = tuple(int(len(np.unique(x))) for x in lv)
+        ib = self._own(M.device_buffer(self.ctx, np.concatenate(lv).astype(np.uint32), M.INDEX,
+                                       name=f"crowd LOD indices n{inst.node}p{inst.prim_index}"))
+        c.index_buffer = ib.handle
 
     def _fits(self, c: CrowdItem) -> bool:
         """Every instance's range of ``c`` bound as one storage range: within maxStorageBufferRange."""
@@ -200,11 +242,34 @@ class CrowdFrame:
         return out
 
     # ------------------------------------------------------------------ per frame
-    def update(self, slot: int, view_proj: np.ndarray) -> None:
-        """Host side of frame ``slot``: the visible mask (culling with the camera's ``view_proj``) and the
-        matrices of the instances that moved since this slot last wrote them."""
-        self.visible = self.culler.visible(view_proj) if self.cull else np.ones(self.crowd.count, bool)
+    def update(self, slot: int, view_proj: np.ndarray, *, light_view_proj: np.ndarray | None = None,
+               light_dir=None, pixels: float = 720.0, shadow_pixels: float = 1024.0) -> None:
+        """Host side of frame ``slot``: the visible sets (culling with the camera's ``view_proj`` for the forward
+        pass; for the shadow pass the light's ``light_view_proj`` volume and, with ``light_dir`` (the direction
+        the light travels), only instances whose box swept along it can reach the camera's frustum: an instance
+        outside the camera's frustum still casts its shadow into view, one whose shadow cannot land there is
+        not deformed for it; None: the camera's set), the LOD level per instance and pass (the target ``pixels``
+        high, the shadow map ``shadow_pixels``), and the matrices of the instances that moved since this slot
+        last wrote them."""
+        N = self.crowd.count
+        light = view_proj if light_view_proj is None else light_view_proj
+        if self.cull:
+            self.visible = self.culler.visible(view_proj)
+            if light_view_proj is None:
+                self.shadow_visible = self.visible
+            else:
+                self.shadow_visible = self.culler.visible(light)
+                if light_dir is not None:
+                    self.shadow_visible &= self.culler.casts_into(view_proj, light_dir)
+        else:
+            self.visible = self.shadow_visible = np.ones(N, bool)
+        if self.lod is not None:
+            boxes = self.culler.boxes() if self.lod.level is None else np.zeros((N, 2, 3))
+            self.levels = self.lod.select(boxes, view_proj, pixels)
+            self.shadow_levels = self.lod.select(boxes, light, shadow_pixels, shadow=True)
         self.visible_idx, self.runs = visible_runs(self.visible)
+        self.pass_runs = {CAMERA: level_runs(self.visible, self.levels, self.n_levels),
+                          SHADOW: level_runs(self.shadow_visible, self.shadow_levels, self.n_levels)}
         self.rt.crowd_draws(self.output_slots[slot])            # refresh the matrices where instances moved
         rows = self.crowd.stale_rows(self._applied[slot])
         if not len(rows) or self.animation is not None:      # GPU animation: its palette rows are read in place
@@ -217,36 +282,64 @@ class CrowdFrame:
             c.views[slot][sel] = m[sel].transpose(0, 1, 3, 2)    # std430 mat4: column-major
         self._applied[slot][rows] = self.crowd.skeleton_versions[rows]
 
+    @property
+    def deform_visible(self) -> np.ndarray:
+        """(N,) bool: the instances some pass draws (camera or light), the ones morphed and skinned."""
+        return self.visible | self.shadow_visible
+
+    def level_counts(self, which: str = CAMERA) -> list[int]:
+        """Visible instances per LOD level of pass ``which`` ("forward" / "shadow")."""
+        return [len(idx) for _, idx, _ in self.pass_runs[which]] + [0] * (self.n_levels - len(self.pass_runs[which]))
+
     def record_deform(self, cb, slot: int):
         """The morph pass (visible instances only) then the compute skinning; returns the morph counters."""
-        vis = self.visible if self.cull else None
+        vis = self.deform_visible if self.cull else None
         self.draw_calls = 0
+        self.pass_draws = {CAMERA: 0, SHADOW: 0}
+        self.pass_triangles = {CAMERA: 0, SHADOW: 0}
+        self.pass_vertices = {CAMERA: [0, 0], SHADOW: [0, 0]}
         counters = self.rt.record(cb, slot=self.output_slots[slot], visible=vis)
         if self.animation is not None:   # palettes read by compute skinning (its own guard) and the vertex shaders
             self.animation.record(cb, self.output_slots[slot], time=self.time, consumer="vertex")
         return counters
 
     def record_skinning(self, cb, slot: int) -> int:
-        self.skinned_last = self.skin.record(cb, self.output_slots[slot], visible=self.visible if self.cull else None)
+        self.skinned_last = self.skin.record(cb, self.output_slots[slot],
+                                             visible=self.deform_visible if self.cull else None)
         return self.skinned_last
 
-    def draw(self, cb, it, slot: int, extra_buffer) -> None:
-        """The draw calls of one crowd item (pipeline, sets and push constants already bound)."""
-        c, n = it.crowd, it.index_count
+    def draw(self, cb, it, slot: int, extra_buffer, which: str = CAMERA) -> None:
+        """The draw calls of one crowd item (pipeline, sets and push constants already bound) in pass ``which``
+        ("forward": the camera's visible set and levels, also the outline's; "shadow": the light's): per LOD
+        level its index range of the item's LOD index buffer (bound here; level 0 is the primitive's own)."""
+        c = it.crowd
         vb, base = c.vertex_buffers[slot], c.offsets[slot]
-        if c.shared or c.pulled:   # pulled: crowd_pull.vert / crowd_skin_pull.vert read instance i's range itself
-            vk.vkCmdBindVertexBuffers(cb, 0, 2, [vb, extra_buffer], [base, 0])
-            for first, count in self.runs:
-                vk.vkCmdDrawIndexed(cb, n, count, 0, 0, first)
-            self.draw_calls += len(self.runs)
-        else:   # the instance's own range (morph or skinned output), its matrices by firstInstance; not
-            # vertexOffset = i x V, which would offset binding 1 (colour, TEXCOORD_1: shared by instances) too
-            vk.vkCmdBindVertexBuffers(cb, 0, 2, [vb, extra_buffer], [base, 0])
-            stride = c.instance_stride
-            for i in self.visible_idx.tolist():
-                vk.vkCmdBindVertexBuffers(cb, 0, 1, [vb], [base + i * stride])
-                vk.vkCmdDrawIndexed(cb, n, 1, 0, 0, i)
-            self.draw_calls += len(self.visible_idx)
+        if c.index_buffer is not None:
+            vk.vkCmdBindIndexBuffer(cb, c.index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
+        vk.vkCmdBindVertexBuffers(cb, 0, 2, [vb, extra_buffer], [base, 0])
+        draws = tris = verts = 0
+        for level, idx, runs in self.pass_runs[which]:
+            n, first_index = c.lod_count[level], c.lod_first[level]
+            if not n or not len(idx):
+                continue
+            if c.shared or c.pulled:  # pulled: crowd_pull.vert / crowd_skin_pull.vert read instance i's range
+                for first, count in runs:
+                    vk.vkCmdDrawIndexed(cb, n, count, first_index, 0, first)
+                draws += len(runs)
+            else:   # the instance's own range (morph or skinned output), its matrices by firstInstance; not
+                # vertexOffset = i x V, which would offset binding 1 (colour, TEXCOORD_1: shared by instances) too
+                stride = c.instance_stride
+                for i in idx.tolist():
+                    vk.vkCmdBindVertexBuffers(cb, 0, 1, [vb], [base + i * stride])
+                    vk.vkCmdDrawIndexed(cb, n, 1, first_index, 0, i)
+                draws += len(idx)
+            tris += (n // 3) * len(idx)
+            verts += c.lod_vertices[level] * len(idx)
+        self.draw_calls += draws
+        key = SHADOW if which == SHADOW else CAMERA
+        self.pass_draws[key] += draws
+        self.pass_triangles[key] += tris
+        self.pass_vertices[key][0 if c.mode != "rigid" else 1] += verts
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         return self.culler.bounds()

@@ -216,14 +216,17 @@ class SceneRenderer:
     ``play`` clips on it, set ``animation_time`` per frame; every frame records it after the morph pass and both
     skinning paths read its palettes in place) or a ``CrowdAnimation`` of the ``runtime`` passed in (not
     destroyed here); with ``motion_vectors`` too. ``animation_clips``: the clips the one
-    made here may play (default: the scene's animations)."""
+    made here may play (default: the scene's animations). ``lod``: levels of detail per instance and pass
+    (render/crowd_lod.py: None / "off", "on", a forced level, or a ``CrowdLod`` with its pixel thresholds);
+    culling is per pass: the shadow pass draws the instances in the light's volume, the forward pass those in
+    the camera's frustum, and both sets are morphed and skinned."""
 
     def __init__(self, ctx: Context, scene: SceneAsset, color_format: int, color_final_layout: int, *,
                  frames_in_flight: int = 1, shadow_size: int = 1024, runtime: MorphRuntime | None = None,
                  ground: bool = True, samples: int | None = None, mipmaps: bool = True,
                  instances: int | None = None, skinning: str = "auto", cull: bool = True,
                  motion_vectors: bool = False, pass_timing: bool = False, animation="cpu",
-                 animation_clips: list | None = None):
+                 animation_clips: list | None = None, lod=None):
         self.ctx, self.scene, self.slots = ctx, scene, frames_in_flight
         self.color_format, self.shadow_size = color_format, shadow_size
         self.samples = msaa_samples(ctx, 4) if samples is None else samples
@@ -237,13 +240,18 @@ class SceneRenderer:
             raise UsageError(f"animation must be 'cpu', 'gpu' or a CrowdAnimation, got {animation!r}")
         if animation != "cpu" and (instances is None if runtime is None else runtime.crowd is None):
             raise UsageError("animation= is for crowds: SceneRenderer(..., instances=N, animation='gpu')")
+        if lod not in (None, False, "off") and (instances is None if runtime is None else runtime.crowd is None):
+            raise UsageError("lod= is for crowds: SceneRenderer(..., instances=N, lod='on')")
+        from .crowd_lod import parse_lod
+
+        parse_lod(lod)                  # bad values refused before anything is built
         self._owns_runtime = runtime is None
         self._last_serial = 0           # borrowed contexts: the serial of the last frame recorded (destroy)
         self.runtime = runtime if runtime is not None else MorphRuntime(ctx, scene, slots=frames_in_flight,
                                                                         instances=instances)
         self.crowd_frame = None         # crowds: render/crowd_render.CrowdFrame
         self._crowd_options = {"skinning": skinning, "cull": cull, "motion_vectors": motion_vectors,
-                               "animation": animation, "animation_clips": animation_clips}
+                               "animation": animation, "animation_clips": animation_clips, "lod": lod}
         self._pass_timing = pass_timing
         self.pass_timestamps = None
         # the runtime's output slot of each frame slot
@@ -532,7 +540,8 @@ class SceneRenderer:
         radius = max(float(np.linalg.norm(hi - lo)) / 2, 1e-3) * 1.6
         f = np.zeros(1, FRAME_UBO)
         f["view_proj"] = _col_major(self.camera.view_proj(aspect))
-        f["light_view_proj"] = _col_major(light_view_proj(self.light_dir, center, radius))
+        light_vp = light_view_proj(self.light_dir, center, radius)
+        f["light_view_proj"] = _col_major(light_vp)
         d = self.light_dir / np.linalg.norm(self.light_dir)
         f["light_dir"] = (*d, self.light_intensity)
         f["camera_pos"] = (*self.camera.eye, self.exposure)
@@ -542,7 +551,7 @@ class SceneRenderer:
         f["outline_color"] = OUTLINE_COLOR
         self.frame_ubos[slot].mapped[:] = f.view(np.uint8)
         if self.crowd_frame is not None:
-            self._update_crowd(slot, aspect)
+            self._update_crowd(slot, aspect, light_vp)
             return
         # the matrices come from the runtime's draw list (the embedding API's; refreshed where the skeleton moved),
         # the items are the runtime's instances in the same order, then the ground
@@ -572,9 +581,11 @@ class SceneRenderer:
 
             self._blend_order.sort(key=distance, reverse=True)
 
-    def _update_crowd(self, slot: int, aspect: float) -> None:
-        """Crowds: visible mask and per-instance matrices (CrowdFrame.update); the heat-map joint per item."""
-        self.crowd_frame.update(slot, self.camera.view_proj(aspect))
+    def _update_crowd(self, slot: int, aspect: float, light_vp: np.ndarray) -> None:
+        """Crowds: visible sets of the camera and the light, LOD levels and per-instance matrices
+        (CrowdFrame.update); the heat-map joint per item."""
+        self.crowd_frame.update(slot, self.camera.view_proj(aspect), light_view_proj=light_vp, light_dir=self.light_dir,
+                                pixels=float(self._viewport[1]), shadow_pixels=float(self.shadow_size))
         if self._heat_applied != self.heat_joint:
             for it in self.items:
                 it.push[PASS_FORWARD]["heat_joint"] = -1 if it.ground else (
@@ -698,8 +709,9 @@ class SceneRenderer:
                                            [self.material_table.sets[it.material]], 0, None)
             vk.vkCmdPushConstants(cb, self.layout, stages, 0, ITEM_PUSH.itemsize, it.push_ptr[p])
             if it.crowd is not None:
-                vk.vkCmdBindIndexBuffer(cb, it.index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
-                self.crowd_frame.draw(cb, it, slot, it.extra_buffer)
+                if it.crowd.index_buffer is None:
+                    vk.vkCmdBindIndexBuffer(cb, it.index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
+                self.crowd_frame.draw(cb, it, slot, it.extra_buffer, "shadow" if p == PASS_SHADOW else "forward")
                 continue
             vk.vkCmdBindVertexBuffers(cb, 0, 2, [it.vertex_buffer, it.extra_buffer], [it.vertex_offsets[slot], 0])
             vk.vkCmdBindIndexBuffer(cb, it.index_buffer, 0, vk.VK_INDEX_TYPE_UINT32)
