@@ -36,7 +36,7 @@ for phase in "$@"; do
         --markdown "$OUT/$tag-crowd.md" >"$OUT/$tag-crowd.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-crowd.txt" ;;
     suite-par)      # the same suite over 8 workers (pytest-xdist, a test file stays in one worker): fits one call
-      VKMORPH_VALIDATION=1 timeout ${SUITE_S:-400} python3 -m pytest -q -p no:cacheprovider -ra -n 8 --dist loadfile \
+      VKMORPH_VALIDATION=1 timeout ${SUITE_S:-400} python3 -m pytest -q -p no:cacheprovider -ra -n ${SUITE_N:-8} --dist loadfile \
         >"$OUT/$tag-suite.log" 2>&1
       echo "rc=$?"; tail -25 "$OUT/$tag-suite.log" ;;
     crowd-full)     # N = 1 ... 10,000
