@@ -159,10 +159,10 @@ def test_renderer_gpu_animation_motion_vectors_frames_in_flight(ctx):
             r.animation_time = clock
             if f < 4:                  # frames 4 and 5: the bones move, the weights (no crowd version) do not
                 anim.sample_weights(clock)
-            r.camera = wide if f % 3 != 1 else OrbitCamera(target=(0.0, 0.5, 0.0), distance=3.0, yaw=0.0,
+            r.camera = wide if f % 3 != 1 else OrbitCamera(target=(8.0, 0.5, 0.0), distance=3.0, yaw=0.0,
                                                            pitch=0.2)
             r.update(slot, 96 / 72, 96, 72)
-            seen.append(cf.visible.copy())
+            seen.append(cf.deform_visible.copy())      # morphed and skinned: seen by the camera or casting into it
             cb = cbs[slot] = ctx.allocate_command_buffer()
             ctx.begin(cb)
             r.record(cb, slot, off.targets.framebuffers[0], 96, 72)
