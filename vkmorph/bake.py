@@ -13,11 +13,16 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    skin palettes) and writes the matrices; so does a bake of one frame (``Model.pose``) unless ``pose="gpu"``,
    cheaper there than building the pass. The morph weights of every frame are one (frames, slots) array
    (``frame_weights``: the clips' weight channels sampled once per bake, vectorized over all frames).
-2. On the GPU (``glsl/bake.comp``), per batch: one dispatch for every (instance, frame) whose vertices do not
+2. On the GPU (``glsl/bake_ubo.comp``), per batch: dispatches for every (instance, frame) whose vertices do not
    morph (their rest vertices, uploaded once, through the frame's palette or world matrix); per run of frames
    with the same weights, the renderer's version-gated morph pass (``MorphRuntime.record``: nothing when the
-   weights did not move) and one dispatch over the morphing instances for those frames. World transforms of
-   rigid parts are done there too, in float32.
+   weights did not move) and dispatches over the morphing instances for those frames. World transforms of
+   rigid parts are done there too, in float32. The kernel reads the matrices through a dynamic uniform buffer
+   (llvmpipe lowers a storage-buffer load to a loop over the lanes; a uniform load is one load): a 64 KiB window
+   of whole frames' matrices (``GpuBaker.uniform_window``: 17 frames for RobotExpressive, whose four skins share
+   one palette), one dispatch per window at its dynamic offset. Where one frame's matrices do not fit a window
+   (over 1,024 matrices a frame) or the device's maxUniformBufferRange is below 64 KiB, ``glsl/bake.comp`` (the
+   same code, the batch's matrices in a storage buffer) runs one dispatch per group and run instead.
 3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
    the ``Bake``'s arrays). On a device with host-cached device-local memory (lavapipe, integrated GPUs) that
    buffer is host-visible and mapped once, so the kernel's writes are the readback; elsewhere it is
