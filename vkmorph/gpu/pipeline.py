@@ -126,11 +126,10 @@ class ComputePipeline:
         """Work groups covering ``count`` invocations (the interface's local size)."""
         return self.iface.groups(count)
 
-    def bind(self, cb, descriptor_set, dynamic_offsets: list[int] | None = None, *, pipeline: bool = True) -> None:
-        """Bind the pipeline (unless ``pipeline=False``: bound already) and the set; ``dynamic_offsets``: one
-        byte offset per dynamic (UNIFORM_ARRAY) binding, in binding order."""
-        if pipeline:
-            vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)
+    def bind(self, cb, descriptor_set, dynamic_offsets: list[int] | None = None) -> None:
+        """Bind the pipeline and the set; ``dynamic_offsets``: one byte offset per dynamic (UNIFORM_ARRAY)
+        binding, in binding order."""
+        vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)
         offsets = list(dynamic_offsets or [])
         vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.layout, 0, 1, [descriptor_set],
                                    len(offsets), offsets or None)
