@@ -7,7 +7,9 @@ The same measurement is the bake line of ``vkmorph bench`` (64 frames with --qui
 bake, numpy and the readback, the host thread's CPU per batch with the pose on the GPU (the default) and on the host
 (``pose="cpu"``, as before the pose pass), and that bake's time. This script adds the pose pass alone: one batch's
 pose dispatch (crowd_anim.comp through ClipPosePass) submitted and waited for, wall and process CPU (on lavapipe the
-"GPU" is the process's own threads), median of --repeats after a warm-up. RobotExpressive's
+"GPU" is the process's own threads), median of --repeats after a warm-up; and the kernels in turn: the bake with
+its matrices in a uniform window (bake_ubo.comp, the default), with them in a storage buffer (bake.comp, the kernel
+before) and numpy, one after the other per repeat, with the ratios of each triple. RobotExpressive's
 clips keep their weights constant (one morph pass per bake); ``--file`` with a model whose clip animates weights
 (tests/assets/AnimatedMorphCube) times the per-frame morph path.
 """
@@ -60,6 +62,46 @@ def pose_pass_alone(path, frames: int, repeats: int) -> dict:
         m.close()
 
 
+def kernels_alternating(path, frames: int, repeats: int) -> dict:
+    """The bake's matrices through a uniform window (bake_ubo.comp, the default) against a storage buffer
+    (bake.comp, ``window=0``, the kernel before), and the numpy baseline, timed in turn ``repeats`` times after a
+    warm-up (each kernel on its own open model, so neither rebuilds its resources): medians, and the ratios of
+    each triple (same moment, same load)."""
+    import numpy as np
+
+    import vkmorph
+    from vkmorph.bake import GpuBaker, bake_numpy_fast
+
+    models = [vkmorph.open(path) for _ in range(2)]
+    try:
+        clip = models[0].scene.animations[0]
+        times = np.linspace(0.0, clip.duration, frames)
+        bakers = [GpuBaker(models[0], "world"), GpuBaker(models[1], "world", window=0)]
+        runs = [lambda b=b: b.run(b.m.scene.animations[0], times, None, None, False) for b in bakers]
+        runs.append(lambda: bake_numpy_fast(models[0], clip=clip.name, times=times, space="world"))
+        for fn in runs:
+            fn()
+        wall, cpu = [[], [], []], [[], [], []]
+        for _ in range(repeats):
+            for k, fn in enumerate(runs):
+                t0, c0 = time.perf_counter(), time.process_time()
+                fn()
+                wall[k].append(time.perf_counter() - t0)
+                cpu[k].append(time.process_time() - c0)
+        out = {"window_frames": bakers[0].window, "matrices_per_frame": bakers[0].layout.matrices_per_frame}
+        for k, name in enumerate(("ubo", "ssbo", "numpy")):
+            out[f"alt_{name}_s"], out[f"alt_{name}_cpu_s"] = float(np.median(wall[k])), float(np.median(cpu[k]))
+        for name, num, den in (("numpy_over_ubo", 2, 0), ("numpy_over_ssbo", 2, 1), ("ssbo_over_ubo", 1, 0)):
+            r = [n / d for n, d in zip(wall[num], wall[den])]
+            rc = [n / d for n, d in zip(cpu[num], cpu[den])]
+            out[f"alt_{name}"], out[f"alt_{name}_min"], out[f"alt_{name}_max"] = float(np.median(r)), min(r), max(r)
+            out[f"alt_{name}_cpu"] = float(np.median(rc))
+        return out
+    finally:
+        for m in models:
+            m.close()
+
+
 def main():
     from vkmorph.app.bench import BAKE_MODEL, bake_line, find_model
     from vkmorph.bake import measure_bake_throughput
@@ -76,6 +118,7 @@ def main():
     load = os.getloadavg()
     r = measure_bake_throughput(path, frames=a.frames, repeats=a.repeats)
     r.update(pose_pass_alone(path, a.frames, a.repeats))
+    r.update(kernels_alternating(path, a.frames, a.repeats))
     r.update(host=platform.node(), cpus=os.cpu_count(), date=time.strftime("%Y-%m-%d %H:%M"),
              load_before=load[0], load_after=os.getloadavg()[0])
     print(f"{r['date']} {r['device']}, host {r['host']} ({r['cpus']} CPUs, load {r['load_before']:.1f} before, "
@@ -84,6 +127,15 @@ def main():
     print(f"pose pass alone ({r['pose_pass_frames']} frames, one batch): {1e3 * r['pose_pass_s']:.2f} ms wall "
           f"({1e3 * r['pose_pass_s_min']:.2f}-{1e3 * r['pose_pass_s_max']:.2f}), "
           f"{1e3 * r['pose_pass_cpu_s']:.2f} ms process CPU")
+    print(f"kernels in turn (world space, {a.frames} frames, {a.repeats} triples): matrices in a uniform window of "
+          f"{r['window_frames']} frames ({r['matrices_per_frame']} a frame) {r['alt_ubo_s']:.3f} s wall, "
+          f"{r['alt_ubo_cpu_s']:.3f} s CPU; in a storage buffer (the kernel before) {r['alt_ssbo_s']:.3f} s wall, "
+          f"{r['alt_ssbo_cpu_s']:.3f} s CPU; numpy {r['alt_numpy_s']:.3f} s wall, {r['alt_numpy_cpu_s']:.3f} s CPU; "
+          f"numpy / uniform {r['alt_numpy_over_ubo']:.2f}x ({r['alt_numpy_over_ubo_min']:.2f}-"
+          f"{r['alt_numpy_over_ubo_max']:.2f}; CPU {r['alt_numpy_over_ubo_cpu']:.2f}x), numpy / storage "
+          f"{r['alt_numpy_over_ssbo']:.2f}x ({r['alt_numpy_over_ssbo_min']:.2f}-{r['alt_numpy_over_ssbo_max']:.2f}; "
+          f"CPU {r['alt_numpy_over_ssbo_cpu']:.2f}x), storage / uniform {r['alt_ssbo_over_ubo']:.2f}x "
+          f"({r['alt_ssbo_over_ubo_min']:.2f}-{r['alt_ssbo_over_ubo_max']:.2f}; CPU {r['alt_ssbo_over_ubo_cpu']:.2f}x)")
     print("goals: >= 5x numpy:", "met" if r["speedup"] >= 5 else "not met",
           f"({r['speedup']:.2f}x, {r['speedup_min']:.2f}-{r['speedup_max']:.2f});",
           ">= 0.5 of the readback limit:", "met" if r["readback_fraction"] >= 0.5 else "not met",

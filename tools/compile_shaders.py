@@ -88,6 +88,8 @@ def probe_source(iface: I.ShaderInterface, header: str) -> str:
         elif b.kind == I.UNIFORM:
             typ, name, _ = b.element.fields()[0]
             uses.append(_use(typ, f"{b.instance}.{name}" if b.instance else name))
+        elif b.kind == I.UNIFORM_ARRAY:
+            uses.append(_use(b.element, f"{ref}[0]"))
         else:
             uses.append(f"float({ref}.length())")
     if iface.push is not None:
@@ -182,6 +184,8 @@ def layout_problems(iface: I.ShaderInterface, header: str | None = None) -> list
             problems += _struct_problems(where, b.element, members, f"{b.block_name}.", None)
             if found["size"] != b.element.dtype.itemsize:
                 problems.append(f"{where}: block size {found['size']} in GLSL, {b.element.dtype.itemsize} dtype")
+        elif b.kind == I.UNIFORM_ARRAY and found["size"] != b.count * {"mat4": 64, "vec4": 16}.get(b.element, -1):
+            problems.append(f"{where}: block size {found['size']} in GLSL, not {b.count} x {b.element} (std140)")
     if iface.push is not None:
         s = iface.push.struct
         problems += _struct_problems(f"{iface.name}.push", s, members, f"{s.name}.", None)

@@ -13,11 +13,16 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    skin palettes) and writes the matrices; so does a bake of one frame (``Model.pose``) unless ``pose="gpu"``,
    cheaper there than building the pass. The morph weights of every frame are one (frames, slots) array
    (``frame_weights``: the clips' weight channels sampled once per bake, vectorized over all frames).
-2. On the GPU (``glsl/bake.comp``), per batch: one dispatch for every (instance, frame) whose vertices do not
+2. On the GPU (``glsl/bake_ubo.comp``), per batch: dispatches for every (instance, frame) whose vertices do not
    morph (their rest vertices, uploaded once, through the frame's palette or world matrix); per run of frames
    with the same weights, the renderer's version-gated morph pass (``MorphRuntime.record``: nothing when the
-   weights did not move) and one dispatch over the morphing instances for those frames. World transforms of
-   rigid parts are done there too, in float32.
+   weights did not move) and dispatches over the morphing instances for those frames. World transforms of
+   rigid parts are done there too, in float32. The kernel reads the matrices through a dynamic uniform buffer
+   (llvmpipe lowers a storage-buffer load to a loop over the lanes; a uniform load is one load): a 64 KiB window
+   of whole frames' matrices (``GpuBaker.uniform_window``: 17 frames for RobotExpressive, whose four skins share
+   one palette), one dispatch per window at its dynamic offset. Where one frame's matrices do not fit a window
+   (over 1,024 matrices a frame) or the device's maxUniformBufferRange is below 64 KiB, ``glsl/bake.comp`` (the
+   same code, the batch's matrices in a storage buffer) runs one dispatch per group and run instead.
 3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
    the ``Bake``'s arrays). On a device with host-cached device-local memory (lavapipe, integrated GPUs) that
    buffer is host-visible and mapped once, so the kernel's writes are the readback; elsewhere it is
@@ -146,7 +151,11 @@ def weight_runs(W: np.ndarray) -> list[tuple[int, int]]:
 
 class _Layout:
     """Which instances bake how: per instance its mode (copy / rigid / skinned), its first matrix in a frame's
-    matrices and its vertex range in a frame; rest (never morphing) instances first, then the morphing ones."""
+    matrices and its vertex range in a frame; rest (never morphing) instances first, then the morphing ones.
+    Skinned instances whose palettes are equal share one (the same joints and inverse binds, and in mesh space
+    the same node: RobotExpressive's four skins are one palette, 58 matrices a frame instead of 187), so more
+    frames fit a uniform window (``GpuBaker``). ``matrices_per_frame`` is padded so that a frame's matrices
+    start at a multiple of the device's minUniformBufferOffsetAlignment (a window's dynamic offset)."""
 
     def __init__(self, model: Model, space: str, skinning: bool):
         from .gpu.interface import BAKE_COPY, BAKE_RIGID, BAKE_SKINNED
@@ -159,18 +168,28 @@ class _Layout:
             self.slices[name] = slice(start, start + inst.prim.vertex_count)
             start += inst.prim.vertex_count
         self.total = start
-        self.modes, self.matrix, m = [], [], 0
+        self.modes, self.matrix, self.owns, m = [], [], [], 0
+        palettes: dict = {}                 # (joints, inverse binds[, node]) -> first matrix of that palette
         for k, inst in enumerate(insts):
-            self.matrix.append(m)
+            owns = True                     # whether instance k's matrices are its own (False: shared, written once)
             if self.skin[k]:
                 self.modes.append(BAKE_SKINNED)
-                m += len(model.scene.skins[inst.prim.skin].joints)
+                s = model.scene.skins[inst.prim.skin]
+                key = (tuple(int(j) for j in s.joints), np.asarray(s.inverse_bind_matrices, np.float64).tobytes(),
+                       inst.node if space == "mesh" else None)
+                owns = key not in palettes
+                self.matrix.append(palettes.setdefault(key, m))
+                m += len(s.joints) if owns else 0
             elif space == "world":
                 self.modes.append(BAKE_RIGID)
+                self.matrix.append(m)
                 m += 1
             else:
                 self.modes.append(BAKE_COPY)
-        self.matrices_per_frame = max(m, 1)
+                self.matrix.append(m)
+            self.owns.append(owns)
+        unit = max(1, int(model.ctx.info.limits.get("minUniformBufferOffsetAlignment", 256)) // 64)
+        self.matrices_per_frame = -(-max(m, 1) // unit) * unit
         self.rest = [k for k, i in enumerate(insts) if not i.is_morphing]
         self.morphing = [k for k, i in enumerate(insts) if i.is_morphing]
 
@@ -220,6 +239,8 @@ class _Layout:
         entries, ibms, first = [], [np.eye(4)], {}
         for k, inst in enumerate(self.model.instances):
             m = self.matrix[k]
+            if not self.owns[k]:                 # a shared palette: its owner's entries write it
+                continue
             if self.skin[k]:
                 s = self.model.scene.skins[inst.prim.skin]
                 if inst.prim.skin not in first:
@@ -238,6 +259,8 @@ class _Layout:
         out = np.zeros((F, self.matrices_per_frame, 4, 4), np.float32)
         for k, inst in enumerate(self.model.instances):
             m = self.matrix[k]
+            if not self.owns[k]:
+                continue
             if self.skin[k]:
                 mesh_node = inst.node if self.space == "mesh" else None
                 pal = batch.skin_matrices(world, inst.prim.skin, mesh_node)
@@ -256,8 +279,9 @@ class _Slot:
     ``vkCmdCopyBuffer`` per batch brings it to ``staging`` (host-visible)."""
 
     def __init__(self, ctx, pipeline, B: int, layout: _Layout, sources: dict, items, direct: bool,
-                 gpu_pose: bool):
+                 gpu_pose: bool, window: int):
         from .gpu import memory as M
+        from .gpu.interface import BAKE_UBO_MATRICES
         from .gpu.vk import call, vk
 
         self.ctx, self.direct = ctx, direct
@@ -267,9 +291,15 @@ class _Slot:
         self.plane_bytes = _align(12 * B * self.frame_vertices)
         out_bytes = 3 * self.plane_bytes
         mat_bytes = max(64, B * layout.matrices_per_frame * 64)
+        # window (frames of matrices per uniform window, GpuBaker): the kernel reads them as a dynamic uniform
+        # buffer of BAKE_UBO_MATRICES mat4 from a frame's first matrix on, so the buffer extends that far past the
+        # last frame's (never read there)
+        usage = M.STORAGE
+        if window:
+            usage, mat_bytes = M.STORAGE | M.UNIFORM, mat_bytes + 64 * BAKE_UBO_MATRICES
         # the pose pass writes the matrices on the GPU (device-local); the CPU pose path writes them from the host
-        self.matrices = (M.device_buffer(ctx, None, M.STORAGE, size=mat_bytes, name="bake matrices (pose pass)")
-                         if gpu_pose else M.host_buffer(ctx, mat_bytes, M.STORAGE, name="bake matrices"))
+        self.matrices = (M.device_buffer(ctx, None, usage, size=mat_bytes, name="bake matrices (pose pass)")
+                         if gpu_pose else M.host_buffer(ctx, mat_bytes, usage, name="bake matrices"))
         if direct:
             self.output = M.host_buffer(ctx, out_bytes, M.STORAGE, name="bake output (host-visible)")
             self.staging = None
@@ -277,7 +307,8 @@ class _Slot:
             self.output = M.device_buffer(ctx, None, M.STORAGE | M.TRANSFER_SRC, size=out_bytes,
                                           name="bake output")
             self.staging = M.host_buffer(ctx, out_bytes, M.TRANSFER_DST, name="bake readback")
-        self.sets = {key: pipeline.make_set({"source": buf, "items": items, "matrices": self.matrices,
+        matrices = (self.matrices, 0, 64 * BAKE_UBO_MATRICES) if window else self.matrices
+        self.sets = {key: pipeline.make_set({"source": buf, "items": items, "matrices": matrices,
                                              "output": self.output}) for key, buf in sources.items()}
         self.cb = ctx.allocate_command_buffer()
         self.fence = call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None)
@@ -400,13 +431,15 @@ class BakeResources:
     rest vertices and the item table (device-local, uploaded once) and two batch slots. ``destroy()`` frees it
     (``Model.close`` does)."""
 
-    def __init__(self, model: Model, layout: _Layout, B: int, direct: bool, gpu_pose: bool = False):
+    def __init__(self, model: Model, layout: _Layout, B: int, direct: bool, gpu_pose: bool = False,
+                 window: int = 0):
         from .gpu import memory as M
-        from .gpu.interface import BAKE, BAKE_ITEM
+        from .gpu.interface import BAKE, BAKE_ITEM, BAKE_UBO
         from .gpu.pipeline import ComputePipeline
 
         ctx = model.ctx
-        self.key = (layout.space, tuple(layout.skin), B, direct, gpu_pose)
+        self.key = (layout.space, tuple(layout.skin), B, direct, gpu_pose, window)
+        self.window = window          # frames per uniform window of matrices (bake_ubo.comp); 0: bake.comp
         self.B, self.layout = B, layout
         self._made: list = []
         try:
@@ -443,10 +476,11 @@ class BakeResources:
                 sources["rest"] = self._own(M.device_buffer(ctx, np.frombuffer(bytes(rest_bytes), np.uint8),
                                                             M.STORAGE, name="bake rest vertices"))
             self.items = self._own(M.device_buffer(ctx, items, M.STORAGE, name="bake items"))
-            self.pipeline = self._own(ComputePipeline(ctx, BAKE, max_sets=_SLOTS * max(1, len(sources))))
+            self.pipeline = self._own(ComputePipeline(ctx, BAKE_UBO if window else BAKE,
+                                                      max_sets=_SLOTS * max(1, len(sources))))
             self.direct = direct
-            self.slots = [self._own(_Slot(ctx, self.pipeline, B, layout, sources, self.items, direct, gpu_pose))
-                          for _ in range(_SLOTS)]
+            self.slots = [self._own(_Slot(ctx, self.pipeline, B, layout, sources, self.items, direct, gpu_pose,
+                                          window)) for _ in range(_SLOTS)]
             # the pose pass writing the slots' matrices (None: the host writes them, _Layout.matrices)
             self.pose = self._own(_GpuPose(model, layout, B, [s.matrices for s in self.slots])) if gpu_pose else None
         except BaseException:
@@ -488,19 +522,24 @@ class GpuBaker:
     """Bakes ``times`` of ``clip`` for a model in batches of B frames, two batches in flight (module docstring)."""
 
     def __init__(self, model: Model, space: str, skinning: bool = True, *, direct: bool | None = None,
-                 pose: str | None = None):
+                 pose: str | None = None, window: int | None = None):
         # direct: the kernel writes host-visible memory (no copy); None: where the device has host-cached
         # device-local memory (gpu.memory.host_cached_device_memory); False forces the copy path.
         # pose: "gpu" (the pose pass, _GpuPose), "cpu" (PoseBatch on the host, per batch), None: the GPU wherever
         # it can pose the layout (``pose_refusal`` says why not where it cannot) for more than one frame (one
         # frame, Model.pose, is cheaper on the host than building the pass and its pipeline)
+        # window: at most this many frames' matrices per uniform window (bake_ubo.comp, ``uniform_window``);
+        # None: as many as fit; 0: the storage-buffer kernel (bake.comp)
         from .anim.pose_batch import parents_first
         from .gpu.interface import CROWD_ANIM_MAX_NODES
 
         if pose not in (None, "gpu", "cpu"):
             raise UsageError(f"bake: pose must be 'gpu', 'cpu' or None, got {pose!r}")
+        if window is not None and (not isinstance(window, int) or window < 0):
+            raise UsageError(f"bake: window must be None or an int >= 0 (frames per uniform window), got {window!r}")
         self.m, self.space, self.direct, self.pose = model, space, direct, pose
         self.layout = _Layout(model, space, skinning)
+        self.window = self.uniform_window(window)
         nodes = len(parents_first(model.scene))
         self._too_many = (f"the pose pass handles up to {CROWD_ANIM_MAX_NODES} nodes, the scene has {nodes}"
                           if nodes > CROWD_ANIM_MAX_NODES else None)
@@ -516,6 +555,22 @@ class GpuBaker:
         wanted = self.pose == "gpu" or (self.pose is None and frames > 1)
         self.gpu_pose = self.layout.needs_matrices and wanted and self.pose_refusal is None
 
+    def uniform_window(self, most: int | None) -> int:
+        """Frames of matrices the kernel reads per uniform window (bake_ubo.comp: a dynamic uniform buffer of
+        ``BAKE_UBO_MATRICES`` mat4, 64 KiB, one dispatch per window of frames at its dynamic offset), at most
+        ``most`` (None: no cap). 0 selects the storage-buffer kernel (bake.comp, the whole batch's matrices
+        bound): where one frame's matrices exceed the window (> 1024 matrices a frame: palettes of over a
+        thousand joints), where the device's maxUniformBufferRange is below 64 KiB, where nothing reads
+        matrices (mesh space, nothing skinned), or with ``most=0``."""
+        from .gpu.interface import BAKE_UBO_MATRICES
+
+        lay = self.layout
+        if not lay.needs_matrices or int(self.m.ctx.info.limits.get("maxUniformBufferRange", 0)) < \
+                64 * BAKE_UBO_MATRICES:
+            return 0
+        fits = BAKE_UBO_MATRICES // lay.matrices_per_frame
+        return fits if most is None else min(fits, most)
+
     def batch_size(self, frames: int, batch_frames: int | None) -> int:
         per_frame = max(1, 36 * self.layout.total)
         B = batch_frames or max(1, min(1024, _BATCH_BYTES // per_frame, math.ceil(frames / _SLOTS)))
@@ -525,12 +580,12 @@ class GpuBaker:
         from .gpu.memory import host_cached_device_memory
 
         direct = host_cached_device_memory(self.m.ctx) if self.direct is None else self.direct
-        m, key = self.m, (self.space, tuple(self.layout.skin), B, direct, self.gpu_pose)
+        m, key = self.m, (self.space, tuple(self.layout.skin), B, direct, self.gpu_pose, self.window)
         cache = getattr(m, "_bake_cache", None)
         if isinstance(cache, BakeResources) and cache.key == key:
             return cache
         m._free_bake_cache()
-        m._bake_cache = BakeResources(m, self.layout, B, direct, self.gpu_pose)
+        m._bake_cache = BakeResources(m, self.layout, B, direct, self.gpu_pose, self.window)
         return m._bake_cache
 
     def run(self, clip, times: np.ndarray, weights, batch_frames: int | None, progress) -> Bake:
@@ -620,14 +675,21 @@ class GpuBaker:
 
         cpu = m.ctx.info.device_type == "cpu"
 
+        window, stride = res.window, 64 * lay.matrices_per_frame        # bytes of a frame's matrices
+
         def dispatch(group, frame_first: int, frames: int) -> None:
             key, item_first, count, max_v = group
-            x, per_group = _shape(cpu, pipe.groups(max_v // 4 + 2), frames)   # quads of 4 vertices
-            pipe.bind(cb, slot.sets[key])
-            push["item_first"], push["frame_first"], push["frame_count"] = item_first, frame_first, frames
-            push["frames_per_group"] = per_group
-            pipe.push(cb, cffi_pointer(push))
-            vk.vkCmdDispatch(cb, x, count, -(-frames // per_group))
+            # the storage-buffer kernel: one dispatch, the batch's matrices bound; the uniform one: a dispatch per
+            # window of frames, bound at its first frame's matrices (stride: a multiple of the offset alignment)
+            step = window or frames
+            for first in range(frame_first, frame_first + frames, step):
+                n_f = min(step, frame_first + frames - first)
+                x, per_group = _shape(cpu, pipe.groups(max_v // 4 + 2), n_f)   # quads of 4 vertices
+                pipe.bind(cb, slot.sets[key], [first * stride] if window else None)
+                push["item_first"], push["frame_first"], push["frame_count"] = item_first, first, n_f
+                push["frames_per_group"], push["matrix_frame"] = per_group, first if window else 0
+                pipe.push(cb, cffi_pointer(push))
+                vk.vkCmdDispatch(cb, x, count, -(-n_f // per_group))
 
         for g in res.rest_groups:                        # every frame of the batch in one dispatch
             dispatch(g, 0, n)

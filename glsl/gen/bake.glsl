@@ -33,4 +33,5 @@ layout(push_constant) uniform Push {
     uint matricesPerFrame;
     uint frameVertices;     // vertices between two frames of a plane: a multiple of 4 (padded)
     uint planeFloats;       // floats between the position, normal and tangent planes (a multiple of 4)
+    uint matrixFrame;       // the frame whose matrices are matrices[0] (the bound window's first; 0: the batch's)
 } pc;

@@ -191,3 +191,64 @@ def test_a_clip_that_scales_the_mesh_node_to_zero_is_posed_on_the_host_in_mesh_s
     finally:
         m.close()
     assert not m.messages, m.messages
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_uniform_windows_of_a_few_frames_match_the_reference_and_the_storage_kernel(model):
+    """bake_ubo.comp reads the frames' matrices through a dynamic uniform buffer, a window of frames per dispatch at
+    its dynamic offset: windows of 2 frames in batches of 5 (windows of 2, 2, 1 per batch, two slots), posed on
+    the GPU and on the host, both spaces; the storage-buffer kernel (window=0) gives the same bake. World space
+    shares the four skins' one palette (equal joints and inverse binds), mesh space keeps one per mesh node."""
+    from vkmorph.bake import GpuBaker
+    from vkmorph.gpu.interface import BAKE, BAKE_SKINNED, BAKE_UBO
+
+    clip = model.scene.clip("Dance")
+    times = np.r_[-0.25, np.linspace(0.0, clip.duration, 11)]
+    for space in ("world", "mesh"):
+        ref = bake_numpy(model, clip="Dance", times=times, space=space)
+        for pose in (None, "cpu"):
+            baker = GpuBaker(model, space, pose=pose, window=2)
+            assert baker.window == 2
+            gpu = baker.run(clip, times, None, 5, False)
+            assert model._bake_cache.pipeline.iface is BAKE_UBO and model._bake_cache.window == 2
+            _close(gpu, ref)
+        lay = baker.layout
+        skinned = {lay.matrix[k] for k, mode in enumerate(lay.modes) if mode == BAKE_SKINNED}
+        assert len(skinned) == (1 if space == "world" else 4)
+        full = GpuBaker(model, space)                         # as many frames as fit the 64 KiB window
+        assert full.window == 1024 // lay.matrices_per_frame > 2
+        _close(full.run(clip, times, None, 5, False), ref)
+        ssbo = GpuBaker(model, space, window=0)
+        _close(ssbo.run(clip, times, None, 5, False), ref)
+        assert model._bake_cache.pipeline.iface is BAKE and model._bake_cache.window == 0
+
+
+@pytest.mark.parametrize("model", [CUBE], indirect=True)
+def test_uniform_windows_start_where_the_weight_runs_do(model):
+    """Morphing parts are dispatched per run of equal weights (here every frame): each run's windows start at
+    the run's first frame, not at a multiple of the window."""
+    from vkmorph.bake import GpuBaker
+
+    clip = model.scene.clip(model.clips[0])
+    times = np.linspace(0.0, clip.duration, 11)
+    ref = bake_numpy(model, clip=model.clips[0], times=times, space="world")
+    for window in (1, 3):
+        _close(GpuBaker(model, "world", window=window).run(clip, times, None, 7, False), ref)
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_a_frame_whose_matrices_exceed_the_window_keeps_the_storage_kernel(model, monkeypatch):
+    from vkmorph.bake import GpuBaker
+    from vkmorph.errors import UsageError
+    from vkmorph.gpu import interface
+
+    monkeypatch.setattr(interface, "BAKE_UBO_MATRICES", 40)     # RobotExpressive: 58 matrices a frame
+    baker = GpuBaker(model, "world")
+    assert baker.window == 0
+    times = np.linspace(0.0, 1.0, 4)
+    _close(baker.run(model.scene.clip("Dance"), times, None, None, False),
+           bake_numpy(model, clip="Dance", times=times, space="world"))
+    assert model._bake_cache.pipeline.iface is interface.BAKE
+    assert GpuBaker(model, "mesh", False).window == 0            # nothing reads matrices
+    with pytest.raises(UsageError, match="window must be None or an int >= 0"):
+        GpuBaker(model, "world", window=-1)

@@ -313,7 +313,9 @@ class Context:
             limits={"maxStorageBufferRange": lim.maxStorageBufferRange,
                     "maxComputeWorkGroupCount": tuple(lim.maxComputeWorkGroupCount),
                     "maxPushConstantsSize": lim.maxPushConstantsSize,
-                    "minStorageBufferOffsetAlignment": lim.minStorageBufferOffsetAlignment},
+                    "minStorageBufferOffsetAlignment": lim.minStorageBufferOffsetAlignment,
+                    "maxUniformBufferRange": lim.maxUniformBufferRange,
+                    "minUniformBufferOffsetAlignment": lim.minUniformBufferOffsetAlignment},
         )
         self._memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
         if self._owns_device:  # only owned contexts submit work of their own

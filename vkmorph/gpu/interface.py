@@ -32,6 +32,7 @@ from ..morph.gpu_data import BLOCK_ENTRY, CHUNK, CHUNK_HEADER
 
 # descriptor kinds
 STORAGE, UNIFORM, SAMPLER = "storage", "uniform", "sampler"
+UNIFORM_ARRAY = "uniform_array"   # a dynamic uniform buffer holding one sized array (Binding.count elements)
 # shader stages
 COMPUTE, VERTEX, FRAGMENT = "compute", "vertex", "fragment"
 
@@ -106,6 +107,7 @@ class Binding:
     member: str | None = None     # GLSL array name in the block (default camel(name))
     block: str | None = None      # GLSL block name (default pascal(name), or the Struct's name for uniforms)
     instance: str | None = None   # GLSL instance name; members are then read as instance.member
+    count: int = 0                # UNIFORM_ARRAY: elements of the array (its std140 block is count x 16 B or more)
 
     @property
     def glsl_name(self) -> str:
@@ -399,7 +401,7 @@ COPY = ShaderInterface(
 BAKE_ITEM = np.dtype([(n, "<u4") for n in ("source_word", "stride_words", "vertex_count", "out_vertex", "mode",
                                             "matrix", "pad0", "pad1")])
 BAKE_PUSH = np.dtype([(n, "<u4") for n in ("item_first", "frame_first", "frame_count", "frames_per_group",
-                                            "matrices_per_frame", "frame_vertices", "plane_floats")])
+                                            "matrices_per_frame", "frame_vertices", "plane_floats", "matrix_frame")])
 BAKE_COPY, BAKE_RIGID, BAKE_SKINNED = 0, 1, 2       # BAKE_ITEM.mode
 BAKE = ShaderInterface(
     "bake", ("bake.comp",), "bake: vertices of (instance, frame) through palettes / world matrices into planes",
@@ -418,10 +420,22 @@ BAKE = ShaderInterface(
         ("frame_first", "frames [frame_first, frame_first + frame_count) of the batch"),
         ("frames_per_group", "workgroup z covers frames_per_group of them"),
         ("frame_vertices", "vertices between two frames of a plane: a multiple of 4 (padded)"),
-        ("plane_floats", "floats between the position, normal and tangent planes (a multiple of 4)"))), (COMPUTE,)),
+        ("plane_floats", "floats between the position, normal and tangent planes (a multiple of 4)"),
+        ("matrix_frame", "the frame whose matrices are matrices[0] (the bound window's first; 0: the batch's)"))),
+        (COMPUTE,)),
     local_size=64,
     constants=(("uint", "MODE_COPY", BAKE_COPY), ("uint", "MODE_RIGID", BAKE_RIGID),
                ("uint", "MODE_SKINNED", BAKE_SKINNED)))
+# bake_ubo.comp: bake.comp with the matrices in a dynamic uniform buffer (llvmpipe lowers a storage-buffer load
+# to a loop over the lanes, a uniform one is cheaper: bench/2026-12-02-lavapipe-bake-kernel.txt). The binding is
+# a window of whole frames' matrices, BAKE_UBO_MATRICES mat4 (64 KiB, the maxUniformBufferRange of lavapipe and
+# NVIDIA), placed per dispatch by its dynamic offset (vkmorph/bake.py: a run of frames per window)
+BAKE_UBO_MATRICES = 1024
+BAKE_UBO = ShaderInterface(
+    "bake_ubo", ("bake_ubo.comp",), "bake with the frames' matrices in a dynamic uniform buffer (a window of frames)",
+    bindings=tuple(Binding("matrices", 2, UNIFORM_ARRAY, (COMPUTE,), "mat4", count=BAKE_UBO_MATRICES)
+                   if b.name == "matrices" else b for b in BAKE.bindings),
+    push=BAKE.push, local_size=BAKE.local_size, constants=BAKE.constants)
 
 # ---------------------------------------------------------------------------------------------------- graphics
 SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows with the light's grazing angle)
@@ -563,7 +577,7 @@ STAGE_LINKS: tuple[StageLink, ...] = (SCENE_VARYINGS, SCENE_TARGET, UI_VARYINGS,
 
 INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, MORPH_VERTEX, MORPH_COMPACT_VERTEX, NORMALS,
                                            SKIN_CAPTURE, CROWD_SKIN, COPY, SCENE, STATIC_INPUT, SKINNED_INPUT,
-                                           EXTRA_INPUT, UI, UI_INPUT, BAKE, CROWD_ANIM)
+                                           EXTRA_INPUT, UI, UI_INPUT, BAKE, BAKE_UBO, CROWD_ANIM)
 
 
 # ---------------------------------------------------------------------------------------------------- GLSL
@@ -593,6 +607,9 @@ def glsl_header(iface: ShaderInterface) -> str:
             out.append(f"layout({where}) uniform {b.element} {b.glsl_name};")
         elif b.kind == UNIFORM:
             out += _block(f"std140, {where}", "uniform", b.block_name, b.element.body(), b.instance)
+        elif b.kind == UNIFORM_ARRAY:
+            out += _block(f"std140, {where}", "uniform", b.block_name, [f"    {b.element} {b.glsl_name}[{b.count}];"],
+                          b.instance)
         else:
             elem = b.element.name if isinstance(b.element, Struct) else b.element
             access = f"{b.access} " if b.access else ""

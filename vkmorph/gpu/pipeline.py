@@ -14,14 +14,15 @@ import numpy as np
 
 from ..errors import GpuError
 from .context import Context
-from .interface import COMPUTE, FRAGMENT, SAMPLER, STORAGE, UNIFORM, VERTEX, Binding, ShaderInterface
+from .interface import COMPUTE, FRAGMENT, SAMPLER, STORAGE, UNIFORM, UNIFORM_ARRAY, VERTEX, Binding, ShaderInterface
 from .interface import vertex_attributes as _vertex_attributes
 from .memory import Buffer
 from .shaders import load_spirv
 from .vk import WHOLE_SIZE, call, vk
 
 DESCRIPTOR_TYPES = {STORAGE: vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, UNIFORM: vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-                    SAMPLER: vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER}
+                    SAMPLER: vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+                    UNIFORM_ARRAY: vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC}
 STAGE_BITS = {COMPUTE: vk.VK_SHADER_STAGE_COMPUTE_BIT, VERTEX: vk.VK_SHADER_STAGE_VERTEX_BIT,
               FRAGMENT: vk.VK_SHADER_STAGE_FRAGMENT_BIT}
 
@@ -125,10 +126,13 @@ class ComputePipeline:
         """Work groups covering ``count`` invocations (the interface's local size)."""
         return self.iface.groups(count)
 
-    def bind(self, cb, descriptor_set) -> None:
+    def bind(self, cb, descriptor_set, dynamic_offsets: list[int] | None = None) -> None:
+        """Bind the pipeline and the set; ``dynamic_offsets``: one byte offset per dynamic (UNIFORM_ARRAY)
+        binding, in binding order."""
         vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)
+        offsets = list(dynamic_offsets or [])
         vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.layout, 0, 1, [descriptor_set],
-                                   0, None)
+                                   len(offsets), offsets or None)
 
     def push(self, cb, data_ptr, size: int | None = None) -> None:
         """Push constants of the interface's dtype (``size`` defaults to its itemsize)."""

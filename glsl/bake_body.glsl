@@ -1,0 +1,129 @@
+// The bake kernel's code, shared by bake.comp (matrices in a storage buffer) and bake_ubo.comp (a window of
+// frames' matrices in a dynamic uniform buffer); each includes its generated header first. `matrices[i]` is
+// matrix i of frame pc.matrixFrame onwards (0 with the storage buffer: the batch's first frame).
+#include "skinning.glsl"
+
+// An invocation owns a quad: 4 consecutive vertices of a frame's concatenated vertices, starting at a multiple
+// of 4 (frames are padded to a multiple of 4 vertices, bake.py), and holds the item's ones of them in registers
+// while it loops over the frames. On lavapipe every storage-buffer access is one scalar access per lane, even at
+// an address uniform over the workgroup (Mesa 22.3: an item's world matrix at `matrices[it.matrix]` cost as much
+// as one gathered per lane), so a rigid item's 16-float matrix is read once per frame for 4 vertices instead of
+// once per (vertex, frame), and a whole quad's 12 floats of a plane are written as 3 vec4 stores instead of 12
+// scalar ones (bench/2026-12-01-lavapipe-bake-kernel.txt: matrix loads were half of the rigid parts' time, the
+// output stores most of the rest). A quad shared with the neighbouring item is written component by component.
+const uint K = 4;
+
+vec3 unitOrZero(vec3 v) { float l = length(v); return l > 1e-20 ? v / l : vec3(0.0); }
+
+// 4 vertices' values of one plane at float `o` (a multiple of 4): whole vec4 where all four are the item's,
+// else component stores of the live ones (the other ones belong to the neighbouring item: not ours to write)
+void writeQuad(uint o, vec3 v[K], uint live) {
+    uint q = o / 4;
+    if (live == 0xFu) {
+        dst.values[q] = vec4(v[0], v[1].x);
+        dst.values[q + 1] = vec4(v[1].yz, v[2].xy);
+        dst.values[q + 2] = vec4(v[2].z, v[3]);
+        return;
+    }
+    for (uint k = 0; k < K; ++k) {
+        if ((live & (1u << k)) != 0u) {
+            for (uint c = 0; c < 3; ++c) {
+                uint f = o + 3 * k + c;
+                dst.values[f / 4][f % 4] = v[k][c];
+            }
+        }
+    }
+}
+
+void writeVertices(uint o, vec3 p[K], vec3 n[K], vec3 t[K], uint live) {
+    writeQuad(o, p, live);
+    writeQuad(pc.planeFloats + o, n, live);
+    writeQuad(2 * pc.planeFloats + o, t, live);
+}
+
+// The 3x4 affine part of a joint matrix, weighted: the bottom row of a palette matrix is (0, 0, 0, 1) (affine
+// transforms), so only 12 of its 16 floats are read (a quarter fewer loads; skinVertex uses only these).
+mat4 weighted(uint m, float w) {
+    return mat4(vec4(w * matrices[m][0].xyz, 0.0), vec4(w * matrices[m][1].xyz, 0.0),
+                vec4(w * matrices[m][2].xyz, 0.0), vec4(w * matrices[m][3].xyz, w));
+}
+
+// Grid-stride over the item's quads (x) and a run of frames per workgroup (z): on a GPU the host dispatches a
+// workgroup per 64 quads and frame; on a CPU device (lavapipe), where each workgroup costs tens of microseconds
+// of its own, one workgroup per item and run of frames (vkmorph/bake.py _shape). An invocation reads its vertices
+// once and writes them for every frame of the run. The mode is the item's, uniform in a workgroup. Tried and
+// slower on lavapipe: staging the outputs in shared memory (barriers: 3.5x slower), one output float per thread
+// (2x), the cofactor formed on the host (an extra gather).
+void main() {
+    BakeItem it = items[pc.itemFirst + gl_WorkGroupID.y];
+    uint f0 = pc.frameFirst + gl_WorkGroupID.z * pc.framesPerGroup;
+    uint f1 = min(f0 + pc.framesPerGroup, pc.frameFirst + pc.frameCount);
+    uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    uint quads = it.strideWords / 4;
+    uint q0 = it.outVertex / 4, q1 = (it.outVertex + it.vertexCount + 3) / 4;
+    for (uint quad = q0 + gl_GlobalInvocationID.x; quad < q1; quad += step) {
+        vec3 p0[K], n0[K], t0[K], p[K], n[K], t[K];
+        uvec4 joints[K];
+        vec4 weights[K];
+        uint live = 0;                                    // bit k: vertex 4 quad + k is one of the item's
+        for (uint k = 0; k < K; ++k) {
+            uint g = 4 * quad + k;                        // in a frame's concatenated vertices
+            p0[k] = n0[k] = t0[k] = vec3(0.0);
+            joints[k] = uvec4(0);
+            weights[k] = vec4(0.0);
+            if (g >= it.outVertex && g < it.outVertex + it.vertexCount) {
+                live |= 1u << k;
+                uint base = it.sourceWord / 4 + (g - it.outVertex) * quads;
+                // position, normal, tangent at words 0, 3, 6; joints and weights at words 12 and 16 (the vertex
+                // layouts of asset/model.py, which bake.py checks): 3 (or 5) whole uvec4
+                vec4 a = uintBitsToFloat(src.quads[base]);
+                vec4 b = uintBitsToFloat(src.quads[base + 1]);
+                vec4 c = uintBitsToFloat(src.quads[base + 2]);
+                p0[k] = a.xyz;
+                n0[k] = vec3(a.w, b.xy);
+                t0[k] = vec3(b.zw, c.x);
+                if (it.mode == MODE_SKINNED) {
+                    joints[k] = src.quads[base + 3] + it.matrix;
+                    weights[k] = uintBitsToFloat(src.quads[base + 4]);
+                }
+            }
+        }
+        uint o = 12 * quad;                               // float of the quad in frame 0's part of a plane
+        if (it.mode == MODE_SKINNED) {
+            for (uint frame = f0; frame < f1; ++frame) {
+                uint m = (frame - pc.matrixFrame) * pc.matricesPerFrame;
+                for (uint k = 0; k < K; ++k) {
+                    p[k] = p0[k]; n[k] = n0[k]; t[k] = t0[k];
+                    if ((live & (1u << k)) != 0u) {
+                        uvec4 j = joints[k] + m;
+                        vec4 w = weights[k];
+                        // a joint of weight zero is not read (most vertices have one or two influences); the
+                        // sum is that of blendJoints over the non-zero terms, in the same order
+                        mat4 skin = weighted(j.x, w.x);
+                        if (w.y != 0.0) skin += weighted(j.y, w.y);
+                        if (w.z != 0.0) skin += weighted(j.z, w.z);
+                        if (w.w != 0.0) skin += weighted(j.w, w.w);
+                        skinVertex(skin, p[k], n[k], t[k]);
+                    }
+                }
+                writeVertices(o + 3 * frame * pc.frameVertices, p, n, t, live);
+            }
+        } else if (it.mode == MODE_RIGID) {
+            for (uint frame = f0; frame < f1; ++frame) {
+                mat4 world = matrices[(frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix];
+                mat3 a = mat3(world);
+                mat3 cofactor = mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(a[0], a[1]));
+                for (uint k = 0; k < K; ++k) {
+                    p[k] = (world * vec4(p0[k], 1.0)).xyz;
+                    n[k] = unitOrZero(cofactor * n0[k]);
+                    t[k] = unitOrZero(a * t0[k]);
+                }
+                writeVertices(o + 3 * frame * pc.frameVertices, p, n, t, live);
+            }
+        } else {
+            for (uint frame = f0; frame < f1; ++frame) {
+                writeVertices(o + 3 * frame * pc.frameVertices, p0, n0, t0, live);
+            }
+        }
+    }
+}
