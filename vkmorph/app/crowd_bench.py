@@ -589,6 +589,15 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off") -> dict:
                         row[f"{p}_{which}_lod"] = cf.level_counts(which)
                     row["drawn_skinned_vertices"] = sum(v[0] for v in cf.pass_vertices.values())
                     row["drawn_other_vertices"] = sum(v[1] for v in cf.pass_vertices.values())
+                    # The same frame again at once, nothing changed (no morph, no skinning dispatch): the passes
+                    # with the GPU still busy from the frame before. After a long CPU update (Python animation at
+                    # large N) an idle GPU may have lowered its clocks, so the first frame's passes can read slow.
+                    o.renderer.update(0, w / h, w, h)
+                    ctx.submit_and_wait(lambda cb, o=o: o.renderer.record(cb, 0, o.targets.framebuffers[0], w, h),
+                                        timeout_s=1800.0)
+                    again = o.renderer.pass_ms(0)
+                    for k in ("shadow", "forward"):
+                        samples.setdefault(f"{p}_{k}_steady_ms", []).append(again.get(k, 0.0))
         for k, v in samples.items():
             row[k] = float(np.median(v))
         if "compute_morph_ms" in row and "vertex_morph_ms" in row:
@@ -641,6 +650,8 @@ def pass_line(r: dict) -> str:
                          f"{r[f'{p}_shadow_ms']:.2f} forward {r[f'{p}_forward_ms']:.2f} ms GPU "
                          f"(frame {r[f'{p}_frame_cpu_ms']:.1f} ms CPU, {r[f'{p}_frame_wall_ms']:.1f} wall"
                          + (f", {r[f'{p}_draw_calls']} crowd draws" if f"{p}_draw_calls" in r else "") + ")"
+                         + (f"; back to back: shadow {r[f'{p}_shadow_steady_ms']:.2f} forward "
+                            f"{r[f'{p}_forward_steady_ms']:.2f} ms" if f"{p}_shadow_steady_ms" in r else "")
                          + _tri_text(r, p))
         else:
             parts.append(f"{p}: skipped ({r.get(f'{p}_skipped', '')})")
@@ -674,21 +685,23 @@ def pass_markdown(rows: list[dict]) -> list[str]:
            "triangles and LOD histogram (instances at level 0/1/2/3) per pass: CrowdFrame.pass_triangles, "
            "level_counts; time model: render/skin_cost.pass_model calibrated on the row's compute path (skinning "
            "dispatch -> bandwidth, shadow + forward -> ns per drawn vertex and pass), its vertex / compute in "
-           "brackets):", "",
+           "brackets; back to back: the shadow and forward passes of the same frame submitted again at once, "
+           "nothing changed, the GPU still busy):", "",
            "| instances | lod | path | morph ms | skinning ms | shadow ms | forward ms | skin+shadow+forward ms | "
            "frame CPU ms (wall) | vertex / compute measured (time model predicts) | "
            "model picks (bytes per vertex: compute, vertex; time model) | "
-           "shadow triangles (LOD histogram) | forward triangles (LOD histogram) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "shadow triangles (LOD histogram) | forward triangles (LOD histogram) | "
+           "back to back: shadow, forward ms |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lod = r.get("lod", "off")
         if "skipped" in r:
-            out.append(f"| {r['instances']:,} | {lod} | skipped: {r['skipped']} | | | | | | | | | | |")
+            out.append(f"| {r['instances']:,} | {lod} | skipped: {r['skipped']} | | | | | | | | | | | |")
             continue
         for p in ("compute", "vertex"):
             if f"{p}_forward_ms" not in r:
                 out.append(f"| {r['instances']:,} | {lod} | {p}: skipped ({r.get(f'{p}_skipped', '')}) "
-                           "| | | | | | | | | | |")
+                           "| | | | | | | | | | | |")
                 continue
             tris = [f"{r[f'{p}_{w}_triangles']:,} ({'/'.join(str(x) for x in r[f'{p}_{w}_lod'])})"
                     if f"{p}_{w}_triangles" in r else "" for w in ("shadow", "forward")]
@@ -704,7 +717,9 @@ def pass_markdown(rows: list[dict]) -> list[str]:
                        f"{r[f'{p}_skin_ms']:.2f} | {r[f'{p}_shadow_ms']:.2f} | {r[f'{p}_forward_ms']:.2f} | "
                        f"{r[f'{p}_deform_draw_ms']:.2f} | "
                        f"{r[f'{p}_frame_cpu_ms']:.1f} ({r[f'{p}_frame_wall_ms']:.1f}) | "
-                       f"{ratio} | {pick} | {tris[0]} | {tris[1]} |")
+                       f"{ratio} | {pick} | {tris[0]} | {tris[1]} | "
+                       + (f"{r[f'{p}_shadow_steady_ms']:.2f}, {r[f'{p}_forward_steady_ms']:.2f} |"
+                          if f"{p}_shadow_steady_ms" in r else " |"))
     return out
 
 
