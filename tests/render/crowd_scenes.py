@@ -112,3 +112,14 @@ def pose_randomly(rt, rng, rows=None):
 def skinned_positions(ctx, skin, slot, d, i):
     raw = M.readback(ctx, skin.outputs[slot], np.uint8, count=48 * d.vertex_count, offset=d.offset_of(i))
     return raw.view(STATIC_VERTEX)["position"].copy()
+
+
+def release_frames(ctx, cbs, used, fences) -> None:
+    """The frames-in-flight tests' clean-up: the command buffers each slot used, then the fences."""
+    from vkmorph.gpu.vk import vk
+
+    for k, cb in enumerate(cbs):
+        if used[k]:
+            ctx.free_command_buffer(cb)
+    for fnc in fences:
+        vk.vkDestroyFence(ctx.device, fnc, None)

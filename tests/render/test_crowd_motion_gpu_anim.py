@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.render.crowd_scenes import anim_scene, crowd_scene, random_quats
+from tests.render.crowd_scenes import anim_scene, crowd_scene, random_quats, release_frames
 from vkmorph.anim.crowd import CrowdState
 from vkmorph.asset.model import STATIC_VERTEX
 from vkmorph.gpu import memory as M
@@ -197,11 +197,7 @@ def test_renderer_gpu_animation_motion_vectors_frames_in_flight(ctx):
                     assert np.array_equal(prev[:, :3], cur5), (inst.node, i)
         assert checked
     finally:
-        for k in range(2):
-            if used[k]:
-                ctx.free_command_buffer(cbs[k])
-        for fnc in fences:
-            vk.vkDestroyFence(ctx.device, fnc, None)
+        release_frames(ctx, cbs, used, fences)
         off.destroy()
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.render.crowd_scenes import crowd_scene, expected_world, pose_randomly, skinned_positions
+from tests.render.crowd_scenes import crowd_scene, expected_world, pose_randomly, release_frames, skinned_positions
 from vkmorph.gpu import memory as M
 from vkmorph.morph.reference import morph_reference
 from vkmorph.render.crowd_cull import CrowdCuller, frustum_planes
@@ -241,11 +241,7 @@ def test_renderer_crowd_frames_in_flight_without_host_waits(ctx):
                 got = skinned_positions(ctx, cf.skin, slot, d, i)
                 assert np.abs(got - expected_world(rt, inst, i)[0]).max() <= 1e-4, (inst.node, i)
     finally:
-        for k in range(2):
-            if used[k]:
-                ctx.free_command_buffer(cbs[k])
-        for fnc in fences:
-            vk.vkDestroyFence(ctx.device, fnc, None)
+        release_frames(ctx, cbs, used, fences)
         off.destroy()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.render.crowd_scenes import release_frames
 from vkmorph.errors import UsageError
 
 N = 6
@@ -184,11 +185,7 @@ def test_gpu_animated_crowd_frames_in_flight_without_host_waits(ctx, skinning):
             assert np.abs(a[gpu_rows] - ref.skin_matrices(s)[gpu_rows]).max() <= 2e-4, s
             assert np.abs(a[4] - rt.crowd.skin_matrices(s)[4]).max() <= 1e-5       # the host's palette
     finally:
-        for k in range(2):
-            if used[k]:
-                ctx.free_command_buffer(cbs[k])
-        for fnc in fences:
-            vk.vkDestroyFence(ctx.device, fnc, None)
+        release_frames(ctx, cbs, used, fences)
         off.destroy()
 
 
