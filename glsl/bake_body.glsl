@@ -16,6 +16,9 @@ const uint K = 4;
 // MODE_ANY: each item's own mode (it.mode); one of the modes: a pipeline for items of that mode only, in which
 // the other modes' code folds away (vkmorph/bake.py: one such pipeline per mode on CPU devices)
 layout(constant_id = 0) const uint BAKE_MODE = MODE_ANY;
+// skinning: whether a joint of weight zero is skipped (true, the default: a GPU saves the reads) or read (false,
+// bake.py on CPU devices)
+layout(constant_id = 1) const bool BAKE_SKIP_ZERO = true;
 
 vec3 unitOrZero(vec3 v) { float l = length(v); return l > 1e-20 ? v / l : vec3(0.0); }
 
@@ -74,12 +77,14 @@ void skinFrame(uint m, uint live, vec3 p0[K], vec3 n0[K], vec3 t0[K], uvec4 join
         if ((live & (1u << k)) != 0u) {
             uvec4 j = joints[k] + m;
             vec4 w = weights[k];
-            // a joint of weight zero is not read (most vertices have one or two influences); the sum is that of
-            // blendJoints over the non-zero terms, in the same order
+            // BAKE_SKIP_ZERO: a joint of weight zero is not read (most vertices have one or two influences); the
+            // sum is that of blendJoints over the non-zero terms, in the same order. Else all four terms, the same
+            // sum (a zero-weight term adds zeros): llvmpipe runs both sides of a branch anyway, masked, and the
+            // branches cost it more than the reads (7 % of the kernel on RobotExpressive)
             mat4 skin = weighted(j.x, w.x);
-            if (w.y != 0.0) skin += weighted(j.y, w.y);
-            if (w.z != 0.0) skin += weighted(j.z, w.z);
-            if (w.w != 0.0) skin += weighted(j.w, w.w);
+            if (!BAKE_SKIP_ZERO || w.y != 0.0) skin += weighted(j.y, w.y);
+            if (!BAKE_SKIP_ZERO || w.z != 0.0) skin += weighted(j.z, w.z);
+            if (!BAKE_SKIP_ZERO || w.w != 0.0) skin += weighted(j.w, w.w);
             skinVertex(skin, p[k], n[k], t[k]);
         }
     }

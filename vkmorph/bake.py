@@ -436,7 +436,7 @@ class BakeResources:
     def __init__(self, model: Model, layout: _Layout, B: int, direct: bool, gpu_pose: bool = False,
                  window: int = 0, split: bool = False):
         from .gpu import memory as M
-        from .gpu.interface import BAKE, BAKE_ITEM, BAKE_MODE_ID, BAKE_UBO
+        from .gpu.interface import BAKE, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_UBO
         from .gpu.pipeline import ComputePipeline
 
         ctx = model.ctx
@@ -490,8 +490,11 @@ class BakeResources:
             self.items = self._own(M.device_buffer(ctx, items, M.STORAGE, name="bake items"))
             iface, sets = BAKE_UBO if window else BAKE, _SLOTS * max(1, len(sources))
             modes = sorted({g[4] for g in self.groups}) if split else [None]
+            # split, a kernel per mode, is for CPU devices, which run both sides of a branch: there a skinned
+            # vertex reads all four joints (BAKE_SKIP_ZERO off) rather than branching on their weights
             self.pipelines = {mode: self._own(ComputePipeline(
-                ctx, iface, max_sets=sets, specialization=None if mode is None else {BAKE_MODE_ID: mode}))
+                ctx, iface, max_sets=sets,
+                specialization=None if mode is None else {BAKE_MODE_ID: mode, BAKE_SKIP_ZERO_ID: 0}))
                 for mode in modes}
             self.pipeline = next(iter(self.pipelines.values()))
             self.direct = direct

@@ -262,7 +262,7 @@ def test_a_kernel_per_mode_matches_the_one_kernel_and_the_reference(model):
     kernel; the default splits on a CPU device only."""
     from vkmorph.bake import GpuBaker
     from vkmorph.gpu import memory as M
-    from vkmorph.gpu.interface import BAKE_ANY, BAKE_ITEM, BAKE_MODE_ID
+    from vkmorph.gpu.interface import BAKE_ANY, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID
 
     clip = model.scene.clip("Wave")
     times = np.linspace(0.0, 2.0, 12)
@@ -281,7 +281,7 @@ def test_a_kernel_per_mode_matches_the_one_kernel_and_the_reference(model):
             res = model._bake_cache
             modes = {split.layout.modes[k] for k in range(len(split.layout.modes))}
             assert res.split and set(res.pipelines) == modes
-            assert all(p.specialization == {BAKE_MODE_ID: m} for m, p in res.pipelines.items())
+            assert all(p.specialization == {BAKE_MODE_ID: m, BAKE_SKIP_ZERO_ID: 0} for m, p in res.pipelines.items())
             table = M.readback(model.ctx, res.items, BAKE_ITEM)
             for _, first, count, _, mode in res.groups:       # each dispatch group: one source, one mode
                 assert mode != BAKE_ANY and set(table["mode"][first:first + count].tolist()) == {mode}
