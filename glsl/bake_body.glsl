@@ -19,6 +19,9 @@ layout(constant_id = 0) const uint BAKE_MODE = MODE_ANY;
 // skinning: whether a joint of weight zero is skipped (true, the default: a GPU saves the reads) or read (false,
 // bake.py on CPU devices)
 layout(constant_id = 1) const bool BAKE_SKIP_ZERO = true;
+// every item starts at a multiple of 4 vertices in the planes (bake.py pads them on CPU devices): no quad is
+// shared with a neighbouring item, the vertices past an item's last one are padding (written, never read back)
+layout(constant_id = 2) const bool BAKE_ALIGNED = false;
 
 vec3 unitOrZero(vec3 v) { float l = length(v); return l > 1e-20 ? v / l : vec3(0.0); }
 
@@ -136,7 +139,7 @@ void main() {
             }
         }
         uint o = 12 * quad;                               // float of the quad in frame 0's part of a plane
-        bool full = live == 0xFu;
+        bool full = BAKE_ALIGNED || live == 0xFu;
         for (uint frame = f0; full && mode == MODE_SKINNED && frame < f1; ++frame) {
             skinFrame((frame - pc.matrixFrame) * pc.matricesPerFrame, live, p0, n0, t0, joints, weights, p, n, t);
             writeVertices(o + 3 * frame * pc.frameVertices, p, n, t);

@@ -279,15 +279,20 @@ class _Slot:
     ``vkCmdCopyBuffer`` per batch brings it to ``staging`` (host-visible)."""
 
     def __init__(self, ctx, pipelines: dict, B: int, layout: _Layout, sources: dict, items, direct: bool,
-                 gpu_pose: bool, window: int):
+                 gpu_pose: bool, window: int, starts: list[int] | None = None):
         from .gpu import memory as M
         from .gpu.interface import BAKE_UBO_MATRICES
         from .gpu.vk import call, vk
 
         self.ctx, self.direct = ctx, direct
         # a frame's vertices padded to a multiple of 4 in the planes: bake.comp writes quads of 4 vertices as
-        # 3 whole vec4 (the padding is never read back)
-        self.frame_vertices = (layout.total + 3) // 4 * 4
+        # 3 whole vec4 (the padding is never read back). starts (BakeResources, on CPU devices): each instance's
+        # first vertex in a frame of the planes, each a multiple of 4 (every instance padded to whole quads, so no
+        # quad is shared by two instances); None: the instances contiguous, as in the result
+        self.starts = starts
+        self.slices = list(layout.slices.values())
+        padded = sum(-(-(sl.stop - sl.start) // 4) * 4 for sl in self.slices) if starts is not None else 0
+        self.frame_vertices = padded or (layout.total + 3) // 4 * 4
         self.plane_bytes = _align(12 * B * self.frame_vertices)
         out_bytes = 3 * self.plane_bytes
         mat_bytes = max(64, B * layout.matrices_per_frame * 64)
@@ -322,6 +327,16 @@ class _Slot:
         mapped = (self.output if self.direct else self.staging).mapped
         return np.lib.stride_tricks.as_strided(mapped.view(np.float32), (3, n, V, 3),
                                                (self.plane_bytes, 12 * self.frame_vertices, 12, 4), writeable=False)
+
+    def copy_into(self, planes: np.ndarray, first: int, n: int) -> None:
+        """The batch's n frames into ``planes[:, first:first + n]`` ((3, F, V, 3), the result): one copy where the
+        instances are contiguous in the planes, else one per instance (``starts``)."""
+        if self.starts is None:
+            planes[:, first:first + n] = self.planes(n, planes.shape[2])
+            return
+        raw = self.planes(n, self.frame_vertices)
+        for sl, start in zip(self.slices, self.starts):
+            planes[:, first:first + n, sl] = raw[:, :, start:start + sl.stop - sl.start]
 
     def record_readback(self, cb, n: int, V: int) -> None:
         """After the batch's writes: their bytes to host-visible memory (the copy on a discrete GPU), visible to
@@ -436,7 +451,7 @@ class BakeResources:
     def __init__(self, model: Model, layout: _Layout, B: int, direct: bool, gpu_pose: bool = False,
                  window: int = 0, split: bool = False):
         from .gpu import memory as M
-        from .gpu.interface import BAKE, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_UBO
+        from .gpu.interface import BAKE, BAKE_ALIGNED_ID, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_UBO
         from .gpu.pipeline import ComputePipeline
 
         ctx = model.ctx
@@ -450,6 +465,12 @@ class BakeResources:
         try:
             insts = model.instances
             order = layout.rest + layout.morphing
+            # split (CPU devices): every instance starts at a multiple of 4 vertices in the planes (_Slot.starts)
+            starts, at = ([], 0) if split else (None, 0)
+            if split:
+                for sl in layout.slices.values():
+                    starts.append(at)
+                    at += -(-(sl.stop - sl.start) // 4) * 4
             if split:                   # by source (in order of first use), then mode: a run per (source, mode)
                 src_of = [("rest" if not insts[k].is_morphing else id(insts[k].vertex_buffer)) for k in order]
                 first_use = {key: i for i, key in reversed(list(enumerate(src_of)))}
@@ -474,8 +495,9 @@ class BakeResources:
                         rest_bytes += bytes(-len(rest_bytes) % 16)
                     word = placed[id(inst.prim)]
                 _check_vertex_layout(dtype, word)
-                items[j] = (word, dtype.itemsize // 4, inst.prim.vertex_count, layout.slices[model.names[k]].start,
-                            layout.modes[k], layout.matrix[k], 0, 0)
+                out = starts[k] if split else layout.slices[model.names[k]].start
+                items[j] = (word, dtype.itemsize // 4, inst.prim.vertex_count, out, layout.modes[k],
+                            layout.matrix[k], 0, 0)
                 mode = layout.modes[k] if split else None
                 if self.groups and self.groups[-1][0] == key and self.groups[-1][4] == mode:
                     g = self.groups[-1]
@@ -491,15 +513,16 @@ class BakeResources:
             iface, sets = BAKE_UBO if window else BAKE, _SLOTS * max(1, len(sources))
             modes = sorted({g[4] for g in self.groups}) if split else [None]
             # split, a kernel per mode, is for CPU devices, which run both sides of a branch: there a skinned
-            # vertex reads all four joints (BAKE_SKIP_ZERO off) rather than branching on their weights
+            # vertex reads all four joints (BAKE_SKIP_ZERO off) rather than branching on their weights, and the
+            # instances start at whole quads in the planes (BAKE_ALIGNED: no quad written component by component)
             self.pipelines = {mode: self._own(ComputePipeline(
-                ctx, iface, max_sets=sets,
-                specialization=None if mode is None else {BAKE_MODE_ID: mode, BAKE_SKIP_ZERO_ID: 0}))
+                ctx, iface, max_sets=sets, specialization=None if mode is None else
+                {BAKE_MODE_ID: mode, BAKE_SKIP_ZERO_ID: 0, BAKE_ALIGNED_ID: 1}))
                 for mode in modes}
             self.pipeline = next(iter(self.pipelines.values()))
             self.direct = direct
             self.slots = [self._own(_Slot(ctx, self.pipelines, B, layout, sources, self.items, direct, gpu_pose,
-                                          window)) for _ in range(_SLOTS)]
+                                          window, starts)) for _ in range(_SLOTS)]
             # the pose pass writing the slots' matrices (None: the host writes them, _Layout.matrices)
             self.pose = self._own(_GpuPose(model, layout, B, [s.matrices for s in self.slots])) if gpu_pose else None
         except BaseException:
@@ -735,7 +758,7 @@ class GpuBaker:
         self.m.ctx.wait_fence(slot.fence)
         slot.busy = None
         self.m.ctx.completed(serial)
-        planes[:, first:first + n] = slot.planes(n, self.layout.total)     # the batch's one copy
+        slot.copy_into(planes, first, n)              # the batch's one copy (one per instance where padded)
 
 
 # ---------------------------------------------------------------------- numpy: the reference and the baseline
@@ -931,7 +954,7 @@ def readback_limit(model: Model, frames: int, *, batch_frames: int | None = None
 def _readback_collect(model, slot, busy, planes, V) -> None:
     first, n = busy
     model.ctx.wait_fence(slot.fence)
-    planes[:, first:first + n] = slot.planes(n, V)
+    slot.copy_into(planes, first, n)
 
 
 def _timed(fn, repeats: int) -> tuple[list[float], list[float], object]:

@@ -405,8 +405,9 @@ BAKE_PUSH = np.dtype([(n, "<u4") for n in ("item_first", "frame_first", "frame_c
 BAKE_COPY, BAKE_RIGID, BAKE_SKINNED = 0, 1, 2       # BAKE_ITEM.mode
 # the bake kernel's specialization constants: BAKE_MODE (constant_id BAKE_MODE_ID), one of the modes (a pipeline
 # for the items of that mode only: the other modes' code folds away) or BAKE_ANY (each item's own, the default);
-# BAKE_SKIP_ZERO (constant_id BAKE_SKIP_ZERO_ID, a bool: 1 skips the reads of zero-weight joints, the default)
-BAKE_ANY, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID = 3, 0, 1
+# BAKE_SKIP_ZERO (constant_id BAKE_SKIP_ZERO_ID, a bool: 1 skips the reads of zero-weight joints, the default);
+# BAKE_ALIGNED (BAKE_ALIGNED_ID, a bool: 1 when every item starts at a multiple of 4 vertices in the planes)
+BAKE_ANY, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_ALIGNED_ID = 3, 0, 1, 2
 BAKE = ShaderInterface(
     "bake", ("bake.comp",), "bake: vertices of (instance, frame) through palettes / world matrices into planes",
     bindings=(Binding("source", 0, STORAGE, (COMPUTE,), "uvec4", "readonly", member="quads", instance="src"),
