@@ -22,13 +22,16 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    of whole frames' matrices (``GpuBaker.uniform_window``: 17 frames for RobotExpressive, whose four skins share
    one palette), one dispatch per window at its dynamic offset. Where one frame's matrices do not fit a window
    (over 1,024 matrices a frame) or the device's maxUniformBufferRange is below 64 KiB, ``glsl/bake.comp`` (the
-   same code, the batch's matrices in a storage buffer) runs one dispatch per group and run instead.
+   same code, the batch's matrices in a storage buffer) runs one dispatch per group and run instead. On a CPU
+   device (``GpuBaker.split_modes``) the kernel is a pipeline per mode (skinned, rigid, copy: specialization
+   constants fold the other modes' code away; llvmpipe runs both sides of every branch), the items sorted by
+   mode, each instance padded to whole quads of 4 vertices in the output so that no quad is shared.
 3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
    the ``Bake``'s arrays). On a device with host-cached device-local memory (lavapipe, integrated GPUs) that
    buffer is host-visible and mapped once, so the kernel's writes are the readback; elsewhere it is
    device-local and one ``vkCmdCopyBuffer`` per batch (three regions) brings it to host-visible memory. Either
-   way the host copies the batch into the result with one numpy copy (the ``Bake``'s three arrays are views of
-   one (3, F, V, 3) array).
+   way the host copies the batch into the result with one numpy copy (one per instance where they are padded;
+   the ``Bake``'s three arrays are views of one (3, F, V, 3) array).
 4. Two batch slots (pose inputs, matrices, output, staging, command buffer, fence each): batch k is recorded
    and submitted, then batch k-1 is waited for and copied out while the GPU runs batch k, then batch k+1 is
    recorded. With the pose on the GPU a batch costs the host a few numpy writes and the recording of a fixed
