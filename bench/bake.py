@@ -7,9 +7,11 @@ The same measurement is the bake line of ``vkmorph bench`` (64 frames with --qui
 bake, numpy and the readback, the host thread's CPU per batch with the pose on the GPU (the default) and on the host
 (``pose="cpu"``, as before the pose pass), and that bake's time. This script adds the pose pass alone: one batch's
 pose dispatch (crowd_anim.comp through ClipPosePass) submitted and waited for, wall and process CPU (on lavapipe the
-"GPU" is the process's own threads), median of --repeats after a warm-up; and the kernels in turn: the bake with
-its matrices in a uniform window (bake_ubo.comp, the default), with them in a storage buffer (bake.comp, the kernel
-before) and numpy, one after the other per repeat, with the ratios of each triple. RobotExpressive's
+"GPU" is the process's own threads), median of --repeats after a warm-up; and the kernels in turn: the default bake
+(matrices in a uniform window, bake_ubo.comp; on a CPU device a kernel pipeline per mode, ``split_modes``), the same
+bake with one kernel pipeline for every mode (``split_modes=False``, as on a GPU), the bake with the matrices in a
+storage buffer (bake.comp, ``window=0``) and numpy, one after the other per repeat, with the ratios of each
+quadruple. RobotExpressive's
 clips keep their weights constant (one morph pass per bake); ``--file`` with a model whose clip animates weights
 (tests/assets/AnimatedMorphCube) times the per-frame morph path.
 """
@@ -63,35 +65,38 @@ def pose_pass_alone(path, frames: int, repeats: int) -> dict:
 
 
 def kernels_alternating(path, frames: int, repeats: int) -> dict:
-    """The bake's matrices through a uniform window (bake_ubo.comp, the default) against a storage buffer
-    (bake.comp, ``window=0``, the kernel before), and the numpy baseline, timed in turn ``repeats`` times after a
-    warm-up (each kernel on its own open model, so neither rebuilds its resources): medians, and the ratios of
-    each triple (same moment, same load)."""
+    """The default bake against one kernel pipeline for every mode (``split_modes=False``) and the matrices in a
+    storage buffer (bake.comp, ``window=0``), and the numpy baseline, timed in turn ``repeats`` times after a
+    warm-up (each kernel on its own open model, so none rebuilds its resources): medians, and the ratios of each
+    quadruple (same moment, same load)."""
     import numpy as np
 
     import vkmorph
     from vkmorph.bake import GpuBaker, bake_numpy_fast
 
-    models = [vkmorph.open(path) for _ in range(2)]
+    models = [vkmorph.open(path) for _ in range(3)]
     try:
         clip = models[0].scene.animations[0]
         times = np.linspace(0.0, clip.duration, frames)
-        bakers = [GpuBaker(models[0], "world"), GpuBaker(models[1], "world", window=0)]
+        bakers = [GpuBaker(models[0], "world"), GpuBaker(models[1], "world", split_modes=False),
+                  GpuBaker(models[2], "world", window=0)]
         runs = [lambda b=b: b.run(b.m.scene.animations[0], times, None, None, False) for b in bakers]
         runs.append(lambda: bake_numpy_fast(models[0], clip=clip.name, times=times, space="world"))
         for fn in runs:
             fn()
-        wall, cpu = [[], [], []], [[], [], []]
+        wall, cpu = [[], [], [], []], [[], [], [], []]
         for _ in range(repeats):
             for k, fn in enumerate(runs):
                 t0, c0 = time.perf_counter(), time.process_time()
                 fn()
                 wall[k].append(time.perf_counter() - t0)
                 cpu[k].append(time.process_time() - c0)
-        out = {"window_frames": bakers[0].window, "matrices_per_frame": bakers[0].layout.matrices_per_frame}
-        for k, name in enumerate(("ubo", "ssbo", "numpy")):
+        out = {"window_frames": bakers[0].window, "matrices_per_frame": bakers[0].layout.matrices_per_frame,
+               "split_modes": bakers[0].split_modes}
+        for k, name in enumerate(("ubo", "one", "ssbo", "numpy")):
             out[f"alt_{name}_s"], out[f"alt_{name}_cpu_s"] = float(np.median(wall[k])), float(np.median(cpu[k]))
-        for name, num, den in (("numpy_over_ubo", 2, 0), ("numpy_over_ssbo", 2, 1), ("ssbo_over_ubo", 1, 0)):
+        for name, num, den in (("numpy_over_ubo", 3, 0), ("numpy_over_one", 3, 1), ("numpy_over_ssbo", 3, 2),
+                               ("one_over_ubo", 1, 0), ("ssbo_over_ubo", 2, 0)):
             r = [n / d for n, d in zip(wall[num], wall[den])]
             rc = [n / d for n, d in zip(cpu[num], cpu[den])]
             out[f"alt_{name}"], out[f"alt_{name}_min"], out[f"alt_{name}_max"] = float(np.median(r)), min(r), max(r)
@@ -127,15 +132,19 @@ def main():
     print(f"pose pass alone ({r['pose_pass_frames']} frames, one batch): {1e3 * r['pose_pass_s']:.2f} ms wall "
           f"({1e3 * r['pose_pass_s_min']:.2f}-{1e3 * r['pose_pass_s_max']:.2f}), "
           f"{1e3 * r['pose_pass_cpu_s']:.2f} ms process CPU")
-    print(f"kernels in turn (world space, {a.frames} frames, {a.repeats} triples): matrices in a uniform window of "
-          f"{r['window_frames']} frames ({r['matrices_per_frame']} a frame) {r['alt_ubo_s']:.3f} s wall, "
-          f"{r['alt_ubo_cpu_s']:.3f} s CPU; in a storage buffer (the kernel before) {r['alt_ssbo_s']:.3f} s wall, "
-          f"{r['alt_ssbo_cpu_s']:.3f} s CPU; numpy {r['alt_numpy_s']:.3f} s wall, {r['alt_numpy_cpu_s']:.3f} s CPU; "
-          f"numpy / uniform {r['alt_numpy_over_ubo']:.2f}x ({r['alt_numpy_over_ubo_min']:.2f}-"
-          f"{r['alt_numpy_over_ubo_max']:.2f}; CPU {r['alt_numpy_over_ubo_cpu']:.2f}x), numpy / storage "
-          f"{r['alt_numpy_over_ssbo']:.2f}x ({r['alt_numpy_over_ssbo_min']:.2f}-{r['alt_numpy_over_ssbo_max']:.2f}; "
-          f"CPU {r['alt_numpy_over_ssbo_cpu']:.2f}x), storage / uniform {r['alt_ssbo_over_ubo']:.2f}x "
-          f"({r['alt_ssbo_over_ubo_min']:.2f}-{r['alt_ssbo_over_ubo_max']:.2f}; CPU {r['alt_ssbo_over_ubo_cpu']:.2f}x)")
+    def ratio(name):
+        return (f"{r[f'alt_{name}']:.2f}x ({r[f'alt_{name}_min']:.2f}-{r[f'alt_{name}_max']:.2f}; "
+                f"CPU {r[f'alt_{name}_cpu']:.2f}x)")
+
+    split = "a kernel per mode" if r["split_modes"] else "one kernel"
+    print(f"kernels in turn (world space, {a.frames} frames, {a.repeats} quadruples): the default (matrices in a "
+          f"uniform window of {r['window_frames']} frames, {r['matrices_per_frame']} a frame; {split}) "
+          f"{r['alt_ubo_s']:.3f} s wall, {r['alt_ubo_cpu_s']:.3f} s CPU; one kernel for every mode (split_modes=False) "
+          f"{r['alt_one_s']:.3f} s wall, {r['alt_one_cpu_s']:.3f} s CPU; matrices in a storage buffer (window=0) "
+          f"{r['alt_ssbo_s']:.3f} s wall, {r['alt_ssbo_cpu_s']:.3f} s CPU; numpy {r['alt_numpy_s']:.3f} s wall, "
+          f"{r['alt_numpy_cpu_s']:.3f} s CPU; numpy / default {ratio('numpy_over_ubo')}, numpy / one kernel "
+          f"{ratio('numpy_over_one')}, numpy / storage {ratio('numpy_over_ssbo')}, one kernel / default "
+          f"{ratio('one_over_ubo')}, storage / default {ratio('ssbo_over_ubo')}")
     print("goals: >= 5x numpy:", "met" if r["speedup"] >= 5 else "not met",
           f"({r['speedup']:.2f}x, {r['speedup_min']:.2f}-{r['speedup_max']:.2f});",
           ">= 0.5 of the readback limit:", "met" if r["readback_fraction"] >= 0.5 else "not met",

@@ -2,15 +2,17 @@
 parts, each timed as submit + fence wait (wall) and process CPU time (on lavapipe the "GPU" is the host's
 cores, so CPU seconds are the cost; wall depends on what else the host runs), median of N after a warm-up:
 
-- kernel: the batch's dispatches as the bake records them (rigid, skinned and morphing parts), with the
-  matrices in a uniform window (bake_ubo.comp, the default) and in a storage buffer (bake.comp, window=0),
-  alternating over --rounds rounds in the same process (the host poses: the matrices are written once);
-- stores only: the same dispatches with every item set to MODE_COPY (the kernel reads each vertex once and
-  writes it for every frame: the output stores and the loop, no matrices, no transform);
+- kernel: the batch's dispatches as the bake records them (rigid, skinned and morphing parts), matrices in the
+  uniform window (bake_ubo.comp), with a kernel pipeline per mode (``split_modes=True``, the default on a CPU
+  device: the kernel specialized to skinned, rigid or copy, items dispatched per mode) and with one pipeline for
+  every mode (``split_modes=False``, each item's mode read at run time, as on a GPU), alternating over --rounds
+  rounds in the same process (the host poses: the matrices are written once);
+- stores only: the same dispatches with every item in MODE_COPY (the kernel reads each vertex once and writes
+  it for every frame: the output stores and the loop, no matrices, no transform);
 - readback: the batch's readback alone (``_Slot.record_readback`` + the host's one copy into the result);
 - numpy: ``bake_numpy_fast`` for the same frames (single-threaded; its CPU time is its cost).
 
-    python bench/bake_kernel.py [--frames 64] [--repeats 9] [--rounds 3] [--out bench/NAME.txt]
+    python bench/bake_kernel.py [--frames 64] [--repeats 9] [--rounds 5] [--out bench/NAME.txt]
 """
 import argparse
 import os
@@ -39,56 +41,64 @@ def main():
     import vkmorph
     from vkmorph.anim.pose_batch import PoseBatch
     from vkmorph.app.bench import BAKE_MODEL, find_model
-    from vkmorph.bake import GpuBaker, bake_numpy_fast, frame_weights
-    from vkmorph.gpu import memory as M
-    from vkmorph.gpu.interface import BAKE_COPY, BAKE_ITEM
+    from vkmorph.bake import BakeResources, GpuBaker, _Layout, bake_numpy_fast, frame_weights
+    from vkmorph.gpu.interface import BAKE_COPY
+    from vkmorph.gpu.memory import host_cached_device_memory
     from vkmorph.gpu.vk import vk
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=9)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out")
     a = ap.parse_args()
     m = vkmorph.open(find_model(BAKE_MODEL))
-    lines = []
+    lines, made = [], []
     try:
         clip = m.scene.clip("Dance")
         F = a.frames
         times = np.linspace(0.0, clip.duration, F)
         W = frame_weights(m, clip, times, None)
-        V = GpuBaker(m, "world").layout.total
+        baker = GpuBaker(m, "world", pose="cpu")
+        V = baker.layout.total
         fv = F * V
         planes = np.empty((3, F, V, 3), np.float32)
-        results = {}
+        mats = baker.layout.matrices(PoseBatch(m.scene), times, clip)
+        direct = host_cached_device_memory(m.ctx)
+        copy_layout = _Layout(m, "world", True)
+        copy_layout.modes = [BAKE_COPY] * len(copy_layout.modes)     # stores only: every item copied
 
-        def measure(window):
-            """(kernel, stores only) of one batch of F frames with the kernel that ``window`` selects."""
-            baker = GpuBaker(m, "world", pose="cpu", window=window)
-            res = baker._resources(F)
+        def setup(layout, split):
+            """One batch slot's resources of F frames (made apart from the model's cache, so all stay alive)."""
+            res = BakeResources(m, layout, F, direct, False, baker.window, split)
+            made.append(res)
             slot = res.slots[0]
-            mats = baker.layout.matrices(PoseBatch(m.scene), times, clip)
             slot.matrices.mapped[:mats.nbytes] = np.ascontiguousarray(mats.transpose(0, 1, 3, 2)) \
                 .view(np.uint8).reshape(-1)
+            return res, slot
 
-            def batch():
-                baker._record(res, slot, 0, W, F)
-                m.ctx.submit([slot.cb], fence=slot.fence)
-                m.ctx.wait_fence(slot.fence)
+        def batch(res, slot):
+            baker._record(res, slot, 0, W, F)
+            m.ctx.submit([slot.cb], fence=slot.fence)
+            m.ctx.wait_fence(slot.fence)
 
-            kernel = timed(batch, a.repeats)     # includes its own readback barrier (and copy on a discrete GPU)
-            items = M.readback(m.ctx, res.items, BAKE_ITEM).copy()
-            copy_items = items.copy()
-            copy_items["mode"] = BAKE_COPY
-            M.upload(m.ctx, res.items, copy_items)
-            stores = timed(batch, a.repeats)
-            M.upload(m.ctx, res.items, items)
-            return baker, res, slot, kernel, stores
-
-        for _ in range(a.rounds):                # the two kernels alternate, so both see the same load
-            for name, window in (("uniform window", None), ("storage buffer", 0)):
-                baker, res, slot, kernel, stores = measure(window)
-                results.setdefault(name, []).append((kernel, stores, baker.window))
+        variants = {"a kernel per mode (split_modes=True, the default here)": True,
+                    "one kernel for every mode (split_modes=False)": False}
+        setups = {name: (setup(baker.layout, split), setup(copy_layout, split)) for name, split in variants.items()}
+        ref = None
+        for name, ((res, slot), _) in setups.items():         # both give the same bake
+            batch(res, slot)
+            got = np.empty_like(planes)
+            slot.copy_into(got, 0, F)
+            ref = got if ref is None else ref
+            if not np.array_equal(got, ref):
+                raise SystemExit(f"{name}: differs from the other variant by {np.abs(got - ref).max():.3g}")
+        results = {}
+        for _ in range(a.rounds):                # the variants alternate, so all see the same load
+            for name, (kernel, stores) in setups.items():
+                results.setdefault(name, []).append((timed(lambda k=kernel: batch(*k), a.repeats),
+                                                     timed(lambda s_=stores: batch(*s_), a.repeats)))
+        slot = setups[next(iter(setups))][0][1]
 
         def readback():
             vk.vkResetCommandBuffer(slot.cb, 0)
@@ -97,7 +107,7 @@ def main():
             m.ctx.end(slot.cb)
             m.ctx.submit([slot.cb], fence=slot.fence)
             m.ctx.wait_fence(slot.fence)
-            planes[:] = slot.planes(F, V)
+            slot.copy_into(planes, 0, F)
 
         rb = timed(readback, a.repeats)
         npy = timed(lambda: bake_numpy_fast(m, clip="Dance", times=times, space="world"), a.repeats)
@@ -105,13 +115,12 @@ def main():
         lines.append(f"{time.strftime('%Y-%m-%d %H:%M')} {m.ctx.info.name}, host {platform.node()} "
                      f"({os.cpu_count()} CPUs, load {load:.1f}); RobotExpressive Dance, world space, one batch of "
                      f"{F} frames x {V:,} vertices ({fv:,} frame-vertices), {baker.layout.matrices_per_frame} "
-                     f"matrices a frame, direct readback: {res.direct}; median of {a.repeats}, {a.rounds} rounds")
+                     f"matrices a frame, a uniform window of {baker.window} frames, direct readback: {direct}; "
+                     f"median of {a.repeats}, {a.rounds} rounds; the two variants' bakes are equal")
         for r in range(a.rounds):
-            for runs in results.values():
-                kernel, stores, window = runs[r]
-                what = (f"matrices in a uniform window of {window} frames (bake_ubo.comp)" if window else
-                        "matrices in a storage buffer (bake.comp)")
-                lines.append(f"  round {r + 1}, {what}")
+            for name, runs in results.items():
+                kernel, stores = runs[r]
+                lines.append(f"  round {r + 1}, {name}")
                 for label, (w, c) in (("kernel (as the bake records it)", kernel),
                                       ("stores only (all MODE_COPY)", stores)):
                     lines.append(f"    {label:<34} wall {w * 1e3:8.1f} ms  CPU {c * 1e3:8.1f} ms  "
@@ -119,17 +128,21 @@ def main():
         for label, (w, c) in (("readback alone", rb), ("numpy baseline (bake_numpy_fast)", npy)):
             lines.append(f"  {label:<36} wall {w * 1e3:8.1f} ms  CPU {c * 1e3:8.1f} ms  "
                          f"CPU per frame-vertex {c / fv * 1e9:6.1f} ns")
-        ubo = [k[0][1] for k in results["uniform window"]]
-        ssbo = [k[0][1] for k in results["storage buffer"]]
-        ratios = [s_ / u for u, s_ in zip(ubo, ssbo)]
-        stores = [k[1][1] for k in results["uniform window"]]
-        lines.append(f"  kernel CPU, storage buffer / uniform window: {np.median(ratios):.2f}x "
-                     f"({min(ratios):.2f}-{max(ratios):.2f} over the rounds)")
-        lines.append(f"  numpy CPU / kernel CPU: uniform window {npy[1] / np.median(ubo):.2f}, storage buffer "
-                     f"{npy[1] / np.median(ssbo):.2f}; numpy CPU / stores-only CPU = {npy[1] / np.median(stores):.2f}; "
-                     f"a 5x bake needs {npy[1] / 5 * 1e3:.1f} ms wall, the stores alone on both cores take >= "
-                     f"{np.median(stores) / 2 * 1e3:.1f} ms")
+        split, one = (results[n] for n in variants)
+        ratios = [o[0][1] / s_[0][1] for s_, o in zip(split, one)]
+        ks = [r_[0][1] for r_ in split]
+        ko = [r_[0][1] for r_ in one]
+        kw = [r_[0][0] for r_ in split]
+        lines.append(f"  kernel CPU, one kernel / a kernel per mode: {np.median(ratios):.2f}x "
+                     f"({min(ratios):.2f}-{max(ratios):.2f} over the rounds); kernel CPU per frame-vertex: per mode "
+                     f"{np.median(ks) / fv * 1e9:.1f} ns ({min(ks) / fv * 1e9:.1f}-{max(ks) / fv * 1e9:.1f}), one "
+                     f"kernel {np.median(ko) / fv * 1e9:.1f} ns ({min(ko) / fv * 1e9:.1f}-{max(ko) / fv * 1e9:.1f})")
+        lines.append(f"  numpy CPU / kernel CPU: per mode {npy[1] / np.median(ks):.2f}, one kernel "
+                     f"{npy[1] / np.median(ko):.2f}; numpy CPU / kernel wall (per mode) {npy[1] / np.median(kw):.2f}; "
+                     f"a 5x bake needs {npy[1] / 5 * 1e3:.1f} ms wall per batch, everything included")
     finally:
+        for res in made:
+            res.destroy()
         m.close()
     text = "\n".join(lines)
     print(text)

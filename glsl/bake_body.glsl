@@ -13,18 +13,30 @@
 // output stores most of the rest). A quad shared with the neighbouring item is written component by component.
 const uint K = 4;
 
+// MODE_ANY: each item's own mode (it.mode); one of the modes: a pipeline for items of that mode only, in which
+// the other modes' code folds away (vkmorph/bake.py: one such pipeline per mode on CPU devices)
+layout(constant_id = 0) const uint BAKE_MODE = MODE_ANY;
+// skinning: whether a joint of weight zero is skipped (true, the default: a GPU saves the reads) or read (false,
+// bake.py on CPU devices)
+layout(constant_id = 1) const bool BAKE_SKIP_ZERO = true;
+// every item starts at a multiple of 4 vertices in the planes (bake.py pads them on CPU devices): no quad is
+// shared with a neighbouring item, the vertices past an item's last one are padding (written, never read back)
+layout(constant_id = 2) const bool BAKE_ALIGNED = false;
+
 vec3 unitOrZero(vec3 v) { float l = length(v); return l > 1e-20 ? v / l : vec3(0.0); }
 
-// 4 vertices' values of one plane at float `o` (a multiple of 4): whole vec4 where all four are the item's,
-// else component stores of the live ones (the other ones belong to the neighbouring item: not ours to write)
-void writeQuad(uint o, vec3 v[K], uint live) {
+// 4 vertices' values of one plane at float `o` (a multiple of 4) as 3 whole vec4: a quad all of whose vertices
+// are the item's
+void writeQuad(uint o, vec3 v[K]) {
     uint q = o / 4;
-    if (live == 0xFu) {
-        dst.values[q] = vec4(v[0], v[1].x);
-        dst.values[q + 1] = vec4(v[1].yz, v[2].xy);
-        dst.values[q + 2] = vec4(v[2].z, v[3]);
-        return;
-    }
+    dst.values[q] = vec4(v[0], v[1].x);
+    dst.values[q + 1] = vec4(v[1].yz, v[2].xy);
+    dst.values[q + 2] = vec4(v[2].z, v[3]);
+}
+
+// A quad shared with the neighbouring item: component stores of the live vertices only (the other ones belong to
+// the neighbouring item: not ours to write)
+void writePartialQuad(uint o, vec3 v[K], uint live) {
     for (uint k = 0; k < K; ++k) {
         if ((live & (1u << k)) != 0u) {
             for (uint c = 0; c < 3; ++c) {
@@ -35,10 +47,10 @@ void writeQuad(uint o, vec3 v[K], uint live) {
     }
 }
 
-void writeVertices(uint o, vec3 p[K], vec3 n[K], vec3 t[K], uint live) {
-    writeQuad(o, p, live);
-    writeQuad(pc.planeFloats + o, n, live);
-    writeQuad(2 * pc.planeFloats + o, t, live);
+void writeVertices(uint o, vec3 p[K], vec3 n[K], vec3 t[K]) {
+    writeQuad(o, p);
+    writeQuad(pc.planeFloats + o, n);
+    writeQuad(2 * pc.planeFloats + o, t);
 }
 
 // The 3x4 affine part of a joint matrix, weighted: the bottom row of a palette matrix is (0, 0, 0, 1) (affine
@@ -54,8 +66,46 @@ mat4 weighted(uint m, float w) {
 // once and writes them for every frame of the run. The mode is the item's, uniform in a workgroup. Tried and
 // slower on lavapipe: staging the outputs in shared memory (barriers: 3.5x slower), one output float per thread
 // (2x), the cofactor formed on the host (an extra gather).
+//
+// Each mode's frames are a loop of their own, and so are the quads shared with a neighbouring item, the loop's
+// condition saying where it applies, instead of one loop with branches in it: llvmpipe (Mesa 22.3) runs both
+// sides of every branch for all lanes, masked, even where the condition is uniform, but leaves a loop once no
+// lane is in it; with branches inside the frame loop, every frame of a rigid quad paid for the skinned code and
+// for the component stores of the shared quads (bench/2026-12-02-lavapipe-bake-kernel.txt: 30 % and 20 % of
+// the kernel's time).
+void skinFrame(uint m, uint live, vec3 p0[K], vec3 n0[K], vec3 t0[K], uvec4 joints[K], vec4 weights[K],
+               out vec3 p[K], out vec3 n[K], out vec3 t[K]) {
+    for (uint k = 0; k < K; ++k) {
+        p[k] = p0[k]; n[k] = n0[k]; t[k] = t0[k];
+        if ((live & (1u << k)) != 0u) {
+            uvec4 j = joints[k] + m;
+            vec4 w = weights[k];
+            // BAKE_SKIP_ZERO: a joint of weight zero is not read (most vertices have one or two influences); the
+            // sum is that of blendJoints over the non-zero terms, in the same order. Else all four terms, the same
+            // sum (a zero-weight term adds zeros): llvmpipe runs both sides of a branch anyway, masked, and the
+            // branches cost it more than the reads (7 % of the kernel on RobotExpressive)
+            mat4 skin = weighted(j.x, w.x);
+            if (!BAKE_SKIP_ZERO || w.y != 0.0) skin += weighted(j.y, w.y);
+            if (!BAKE_SKIP_ZERO || w.z != 0.0) skin += weighted(j.z, w.z);
+            if (!BAKE_SKIP_ZERO || w.w != 0.0) skin += weighted(j.w, w.w);
+            skinVertex(skin, p[k], n[k], t[k]);
+        }
+    }
+}
+
+void rigidFrame(mat4 world, vec3 p0[K], vec3 n0[K], vec3 t0[K], out vec3 p[K], out vec3 n[K], out vec3 t[K]) {
+    mat3 a = mat3(world);
+    mat3 cofactor = mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(a[0], a[1]));
+    for (uint k = 0; k < K; ++k) {
+        p[k] = (world * vec4(p0[k], 1.0)).xyz;
+        n[k] = unitOrZero(cofactor * n0[k]);
+        t[k] = unitOrZero(a * t0[k]);
+    }
+}
+
 void main() {
     BakeItem it = items[pc.itemFirst + gl_WorkGroupID.y];
+    uint mode = BAKE_MODE == MODE_ANY ? it.mode : BAKE_MODE;
     uint f0 = pc.frameFirst + gl_WorkGroupID.z * pc.framesPerGroup;
     uint f1 = min(f0 + pc.framesPerGroup, pc.frameFirst + pc.frameCount);
     uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
@@ -82,48 +132,38 @@ void main() {
                 p0[k] = a.xyz;
                 n0[k] = vec3(a.w, b.xy);
                 t0[k] = vec3(b.zw, c.x);
-                if (it.mode == MODE_SKINNED) {
+                if (mode == MODE_SKINNED) {
                     joints[k] = src.quads[base + 3] + it.matrix;
                     weights[k] = uintBitsToFloat(src.quads[base + 4]);
                 }
             }
         }
         uint o = 12 * quad;                               // float of the quad in frame 0's part of a plane
-        if (it.mode == MODE_SKINNED) {
-            for (uint frame = f0; frame < f1; ++frame) {
-                uint m = (frame - pc.matrixFrame) * pc.matricesPerFrame;
-                for (uint k = 0; k < K; ++k) {
-                    p[k] = p0[k]; n[k] = n0[k]; t[k] = t0[k];
-                    if ((live & (1u << k)) != 0u) {
-                        uvec4 j = joints[k] + m;
-                        vec4 w = weights[k];
-                        // a joint of weight zero is not read (most vertices have one or two influences); the
-                        // sum is that of blendJoints over the non-zero terms, in the same order
-                        mat4 skin = weighted(j.x, w.x);
-                        if (w.y != 0.0) skin += weighted(j.y, w.y);
-                        if (w.z != 0.0) skin += weighted(j.z, w.z);
-                        if (w.w != 0.0) skin += weighted(j.w, w.w);
-                        skinVertex(skin, p[k], n[k], t[k]);
-                    }
-                }
-                writeVertices(o + 3 * frame * pc.frameVertices, p, n, t, live);
+        bool full = BAKE_ALIGNED || live == 0xFu;
+        for (uint frame = f0; full && mode == MODE_SKINNED && frame < f1; ++frame) {
+            skinFrame((frame - pc.matrixFrame) * pc.matricesPerFrame, live, p0, n0, t0, joints, weights, p, n, t);
+            writeVertices(o + 3 * frame * pc.frameVertices, p, n, t);
+        }
+        for (uint frame = f0; full && mode == MODE_RIGID && frame < f1; ++frame) {
+            rigidFrame(matrices[(frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix], p0, n0, t0, p, n, t);
+            writeVertices(o + 3 * frame * pc.frameVertices, p, n, t);
+        }
+        for (uint frame = f0; full && mode == MODE_COPY && frame < f1; ++frame) {
+            writeVertices(o + 3 * frame * pc.frameVertices, p0, n0, t0);
+        }
+        for (uint frame = f0; !full && frame < f1; ++frame) {  // a quad shared with the neighbouring item
+            p = p0; n = n0; t = t0;
+            if (mode == MODE_SKINNED) {
+                skinFrame((frame - pc.matrixFrame) * pc.matricesPerFrame, live, p0, n0, t0, joints, weights, p, n,
+                          t);
+            } else if (mode == MODE_RIGID) {
+                rigidFrame(matrices[(frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix], p0, n0, t0, p, n,
+                           t);
             }
-        } else if (it.mode == MODE_RIGID) {
-            for (uint frame = f0; frame < f1; ++frame) {
-                mat4 world = matrices[(frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix];
-                mat3 a = mat3(world);
-                mat3 cofactor = mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(a[0], a[1]));
-                for (uint k = 0; k < K; ++k) {
-                    p[k] = (world * vec4(p0[k], 1.0)).xyz;
-                    n[k] = unitOrZero(cofactor * n0[k]);
-                    t[k] = unitOrZero(a * t0[k]);
-                }
-                writeVertices(o + 3 * frame * pc.frameVertices, p, n, t, live);
-            }
-        } else {
-            for (uint frame = f0; frame < f1; ++frame) {
-                writeVertices(o + 3 * frame * pc.frameVertices, p0, n0, t0, live);
-            }
+            uint f = o + 3 * frame * pc.frameVertices;
+            writePartialQuad(f, p, live);
+            writePartialQuad(pc.planeFloats + f, n, live);
+            writePartialQuad(2 * pc.planeFloats + f, t, live);
         }
     }
 }

@@ -22,13 +22,16 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    of whole frames' matrices (``GpuBaker.uniform_window``: 17 frames for RobotExpressive, whose four skins share
    one palette), one dispatch per window at its dynamic offset. Where one frame's matrices do not fit a window
    (over 1,024 matrices a frame) or the device's maxUniformBufferRange is below 64 KiB, ``glsl/bake.comp`` (the
-   same code, the batch's matrices in a storage buffer) runs one dispatch per group and run instead.
+   same code, the batch's matrices in a storage buffer) runs one dispatch per group and run instead. On a CPU
+   device (``GpuBaker.split_modes``) the kernel is a pipeline per mode (skinned, rigid, copy: specialization
+   constants fold the other modes' code away; llvmpipe runs both sides of every branch), the items sorted by
+   mode, each instance padded to whole quads of 4 vertices in the output so that no quad is shared.
 3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
    the ``Bake``'s arrays). On a device with host-cached device-local memory (lavapipe, integrated GPUs) that
    buffer is host-visible and mapped once, so the kernel's writes are the readback; elsewhere it is
    device-local and one ``vkCmdCopyBuffer`` per batch (three regions) brings it to host-visible memory. Either
-   way the host copies the batch into the result with one numpy copy (the ``Bake``'s three arrays are views of
-   one (3, F, V, 3) array).
+   way the host copies the batch into the result with one numpy copy (one per instance where they are padded;
+   the ``Bake``'s three arrays are views of one (3, F, V, 3) array).
 4. Two batch slots (pose inputs, matrices, output, staging, command buffer, fence each): batch k is recorded
    and submitted, then batch k-1 is waited for and copied out while the GPU runs batch k, then batch k+1 is
    recorded. With the pose on the GPU a batch costs the host a few numpy writes and the recording of a fixed
@@ -278,16 +281,21 @@ class _Slot:
     host copies it out, no ``vkCmdCopyBuffer``. Otherwise (a discrete GPU) the output is device-local and one
     ``vkCmdCopyBuffer`` per batch brings it to ``staging`` (host-visible)."""
 
-    def __init__(self, ctx, pipeline, B: int, layout: _Layout, sources: dict, items, direct: bool,
-                 gpu_pose: bool, window: int):
+    def __init__(self, ctx, pipelines: dict, B: int, layout: _Layout, sources: dict, items, direct: bool,
+                 gpu_pose: bool, window: int, starts: list[int] | None = None):
         from .gpu import memory as M
         from .gpu.interface import BAKE_UBO_MATRICES
         from .gpu.vk import call, vk
 
         self.ctx, self.direct = ctx, direct
         # a frame's vertices padded to a multiple of 4 in the planes: bake.comp writes quads of 4 vertices as
-        # 3 whole vec4 (the padding is never read back)
-        self.frame_vertices = (layout.total + 3) // 4 * 4
+        # 3 whole vec4 (the padding is never read back). starts (BakeResources, on CPU devices): each instance's
+        # first vertex in a frame of the planes, each a multiple of 4 (every instance padded to whole quads, so no
+        # quad is shared by two instances); None: the instances contiguous, as in the result
+        self.starts = starts
+        self.slices = list(layout.slices.values())
+        padded = sum(-(-(sl.stop - sl.start) // 4) * 4 for sl in self.slices) if starts is not None else 0
+        self.frame_vertices = padded or (layout.total + 3) // 4 * 4
         self.plane_bytes = _align(12 * B * self.frame_vertices)
         out_bytes = 3 * self.plane_bytes
         mat_bytes = max(64, B * layout.matrices_per_frame * 64)
@@ -308,8 +316,10 @@ class _Slot:
                                           name="bake output")
             self.staging = M.host_buffer(ctx, out_bytes, M.TRANSFER_DST, name="bake readback")
         matrices = (self.matrices, 0, 64 * BAKE_UBO_MATRICES) if window else self.matrices
-        self.sets = {key: pipeline.make_set({"source": buf, "items": items, "matrices": matrices,
-                                             "output": self.output}) for key, buf in sources.items()}
+        # a descriptor set per (pipeline, source): the pipelines' mode (None: the one pipeline of every mode)
+        self.sets = {(mode, key): pipe.make_set({"source": buf, "items": items, "matrices": matrices,
+                                                 "output": self.output})
+                     for mode, pipe in pipelines.items() for key, buf in sources.items()}
         self.cb = ctx.allocate_command_buffer()
         self.fence = call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None)
         self.busy: tuple[int, int, int] | None = None      # (first frame, frames, serial) while in flight
@@ -320,6 +330,16 @@ class _Slot:
         mapped = (self.output if self.direct else self.staging).mapped
         return np.lib.stride_tricks.as_strided(mapped.view(np.float32), (3, n, V, 3),
                                                (self.plane_bytes, 12 * self.frame_vertices, 12, 4), writeable=False)
+
+    def copy_into(self, planes: np.ndarray, first: int, n: int) -> None:
+        """The batch's n frames into ``planes[:, first:first + n]`` ((3, F, V, 3), the result): one copy where the
+        instances are contiguous in the planes, else one per instance (``starts``)."""
+        if self.starts is None:
+            planes[:, first:first + n] = self.planes(n, planes.shape[2])
+            return
+        raw = self.planes(n, self.frame_vertices)
+        for sl, start in zip(self.slices, self.starts):
+            planes[:, first:first + n, sl] = raw[:, :, start:start + sl.stop - sl.start]
 
     def record_readback(self, cb, n: int, V: int) -> None:
         """After the batch's writes: their bytes to host-visible memory (the copy on a discrete GPU), visible to
@@ -432,23 +452,38 @@ class BakeResources:
     (``Model.close`` does)."""
 
     def __init__(self, model: Model, layout: _Layout, B: int, direct: bool, gpu_pose: bool = False,
-                 window: int = 0):
+                 window: int = 0, split: bool = False):
         from .gpu import memory as M
-        from .gpu.interface import BAKE, BAKE_ITEM, BAKE_UBO
+        from .gpu.interface import BAKE, BAKE_ALIGNED_ID, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_UBO
         from .gpu.pipeline import ComputePipeline
 
         ctx = model.ctx
-        self.key = (layout.space, tuple(layout.skin), B, direct, gpu_pose, window)
+        self.key = (layout.space, tuple(layout.skin), B, direct, gpu_pose, window, split)
         self.window = window          # frames per uniform window of matrices (bake_ubo.comp); 0: bake.comp
+        # split (GpuBaker.split_modes): a pipeline per mode (the kernel specialized to it), the items of a source
+        # sorted by mode and dispatched per mode; else one pipeline for every mode (each item's own)
+        self.split = split
         self.B, self.layout = B, layout
         self._made: list = []
         try:
             insts = model.instances
             order = layout.rest + layout.morphing
+            # split (CPU devices): every instance starts at a multiple of 4 vertices in the planes (_Slot.starts)
+            starts, at = ([], 0) if split else (None, 0)
+            if split:
+                for sl in layout.slices.values():
+                    starts.append(at)
+                    at += -(-(sl.stop - sl.start) // 4) * 4
+            if split:                   # by source (in order of first use), then mode: a run per (source, mode)
+                src_of = [("rest" if not insts[k].is_morphing else id(insts[k].vertex_buffer)) for k in order]
+                first_use = {key: i for i, key in reversed(list(enumerate(src_of)))}
+                order = [k for _, k in sorted(zip(src_of, order),
+                                              key=lambda e: (first_use[e[0]], layout.modes[e[1]]))]
             items = np.zeros(len(order), BAKE_ITEM)
             rest_bytes, placed = bytearray(), {}
             sources: dict = {}
-            self.groups: list[tuple[object, int, int, int]] = []   # (source key, first item, items, max V)
+            # (source key, first item, items, max V, mode): items of one source and, when split, one mode
+            self.groups: list[tuple[object, int, int, int, int | None]] = []
             for j, k in enumerate(order):
                 inst = insts[k]
                 dtype = inst.prim.vertices.dtype
@@ -463,24 +498,34 @@ class BakeResources:
                         rest_bytes += bytes(-len(rest_bytes) % 16)
                     word = placed[id(inst.prim)]
                 _check_vertex_layout(dtype, word)
-                items[j] = (word, dtype.itemsize // 4, inst.prim.vertex_count, layout.slices[model.names[k]].start,
-                            layout.modes[k], layout.matrix[k], 0, 0)
-                if self.groups and self.groups[-1][0] == key:
+                out = starts[k] if split else layout.slices[model.names[k]].start
+                items[j] = (word, dtype.itemsize // 4, inst.prim.vertex_count, out, layout.modes[k],
+                            layout.matrix[k], 0, 0)
+                mode = layout.modes[k] if split else None
+                if self.groups and self.groups[-1][0] == key and self.groups[-1][4] == mode:
                     g = self.groups[-1]
-                    self.groups[-1] = (key, g[1], g[2] + 1, max(g[3], inst.prim.vertex_count))
+                    self.groups[-1] = (key, g[1], g[2] + 1, max(g[3], inst.prim.vertex_count), mode)
                 else:
-                    self.groups.append((key, j, 1, inst.prim.vertex_count))
+                    self.groups.append((key, j, 1, inst.prim.vertex_count, mode))
             self.rest_groups = [g for g in self.groups if g[0] == "rest"]
             self.morph_groups = [g for g in self.groups if g[0] != "rest"]
             if rest_bytes:
                 sources["rest"] = self._own(M.device_buffer(ctx, np.frombuffer(bytes(rest_bytes), np.uint8),
                                                             M.STORAGE, name="bake rest vertices"))
             self.items = self._own(M.device_buffer(ctx, items, M.STORAGE, name="bake items"))
-            self.pipeline = self._own(ComputePipeline(ctx, BAKE_UBO if window else BAKE,
-                                                      max_sets=_SLOTS * max(1, len(sources))))
+            iface, sets = BAKE_UBO if window else BAKE, _SLOTS * max(1, len(sources))
+            modes = sorted({g[4] for g in self.groups}) if split else [None]
+            # split, a kernel per mode, is for CPU devices, which run both sides of a branch: there a skinned
+            # vertex reads all four joints (BAKE_SKIP_ZERO off) rather than branching on their weights, and the
+            # instances start at whole quads in the planes (BAKE_ALIGNED: no quad written component by component)
+            self.pipelines = {mode: self._own(ComputePipeline(
+                ctx, iface, max_sets=sets, specialization=None if mode is None else
+                {BAKE_MODE_ID: mode, BAKE_SKIP_ZERO_ID: 0, BAKE_ALIGNED_ID: 1}))
+                for mode in modes}
+            self.pipeline = next(iter(self.pipelines.values()))
             self.direct = direct
-            self.slots = [self._own(_Slot(ctx, self.pipeline, B, layout, sources, self.items, direct, gpu_pose,
-                                          window)) for _ in range(_SLOTS)]
+            self.slots = [self._own(_Slot(ctx, self.pipelines, B, layout, sources, self.items, direct, gpu_pose,
+                                          window, starts)) for _ in range(_SLOTS)]
             # the pose pass writing the slots' matrices (None: the host writes them, _Layout.matrices)
             self.pose = self._own(_GpuPose(model, layout, B, [s.matrices for s in self.slots])) if gpu_pose else None
         except BaseException:
@@ -522,7 +567,7 @@ class GpuBaker:
     """Bakes ``times`` of ``clip`` for a model in batches of B frames, two batches in flight (module docstring)."""
 
     def __init__(self, model: Model, space: str, skinning: bool = True, *, direct: bool | None = None,
-                 pose: str | None = None, window: int | None = None):
+                 pose: str | None = None, window: int | None = None, split_modes: bool | None = None):
         # direct: the kernel writes host-visible memory (no copy); None: where the device has host-cached
         # device-local memory (gpu.memory.host_cached_device_memory); False forces the copy path.
         # pose: "gpu" (the pose pass, _GpuPose), "cpu" (PoseBatch on the host, per batch), None: the GPU wherever
@@ -530,6 +575,10 @@ class GpuBaker:
         # frame, Model.pose, is cheaper on the host than building the pass and its pipeline)
         # window: at most this many frames' matrices per uniform window (bake_ubo.comp, ``uniform_window``);
         # None: as many as fit; 0: the storage-buffer kernel (bake.comp)
+        # split_modes: a kernel pipeline per mode (skinned, rigid, copy: the kernel specialized, BAKE_MODE), the
+        # items dispatched per mode; False: one pipeline, each item's mode read at run time; None: split on CPU
+        # devices (lavapipe runs every branch of a kernel, masked, so a rigid item paid for the skinned code:
+        # bench/2026-12-02-lavapipe-bake-kernel.txt), one pipeline on GPUs (as measured there before)
         from .anim.pose_batch import parents_first
         from .gpu.interface import CROWD_ANIM_MAX_NODES
 
@@ -537,7 +586,10 @@ class GpuBaker:
             raise UsageError(f"bake: pose must be 'gpu', 'cpu' or None, got {pose!r}")
         if window is not None and (not isinstance(window, int) or window < 0):
             raise UsageError(f"bake: window must be None or an int >= 0 (frames per uniform window), got {window!r}")
+        if split_modes not in (None, True, False):
+            raise UsageError(f"bake: split_modes must be None, True or False, got {split_modes!r}")
         self.m, self.space, self.direct, self.pose = model, space, direct, pose
+        self.split_modes = model.ctx.info.device_type == "cpu" if split_modes is None else split_modes
         self.layout = _Layout(model, space, skinning)
         self.window = self.uniform_window(window)
         nodes = len(parents_first(model.scene))
@@ -580,12 +632,13 @@ class GpuBaker:
         from .gpu.memory import host_cached_device_memory
 
         direct = host_cached_device_memory(self.m.ctx) if self.direct is None else self.direct
-        m, key = self.m, (self.space, tuple(self.layout.skin), B, direct, self.gpu_pose, self.window)
+        m, key = self.m, (self.space, tuple(self.layout.skin), B, direct, self.gpu_pose, self.window,
+                          self.split_modes)
         cache = getattr(m, "_bake_cache", None)
         if isinstance(cache, BakeResources) and cache.key == key:
             return cache
         m._free_bake_cache()
-        m._bake_cache = BakeResources(m, self.layout, B, direct, self.gpu_pose, self.window)
+        m._bake_cache = BakeResources(m, self.layout, B, direct, self.gpu_pose, self.window, self.split_modes)
         return m._bake_cache
 
     def run(self, clip, times: np.ndarray, weights, batch_frames: int | None, progress) -> Bake:
@@ -662,7 +715,7 @@ class GpuBaker:
         from .gpu.memory import cffi_pointer
         from .gpu.vk import vk
 
-        m, cb, pipe = self.m, slot.cb, res.pipeline
+        m, cb = self.m, slot.cb
         lay = self.layout
         push = np.zeros(1, BAKE_PUSH)
         push["matrices_per_frame"], push["frame_vertices"] = lay.matrices_per_frame, slot.frame_vertices
@@ -678,14 +731,15 @@ class GpuBaker:
         window, stride = res.window, 64 * lay.matrices_per_frame        # bytes of a frame's matrices
 
         def dispatch(group, frame_first: int, frames: int) -> None:
-            key, item_first, count, max_v = group
+            key, item_first, count, max_v, mode = group
+            pipe = res.pipelines[mode]
             # the storage-buffer kernel: one dispatch, the batch's matrices bound; the uniform one: a dispatch per
             # window of frames, bound at its first frame's matrices (stride: a multiple of the offset alignment)
             step = window or frames
             for first in range(frame_first, frame_first + frames, step):
                 n_f = min(step, frame_first + frames - first)
                 x, per_group = _shape(cpu, pipe.groups(max_v // 4 + 2), n_f)   # quads of 4 vertices
-                pipe.bind(cb, slot.sets[key], [first * stride] if window else None)
+                pipe.bind(cb, slot.sets[(mode, key)], [first * stride] if window else None)
                 push["item_first"], push["frame_first"], push["frame_count"] = item_first, first, n_f
                 push["frames_per_group"], push["matrix_frame"] = per_group, first if window else 0
                 pipe.push(cb, cffi_pointer(push))
@@ -707,7 +761,7 @@ class GpuBaker:
         self.m.ctx.wait_fence(slot.fence)
         slot.busy = None
         self.m.ctx.completed(serial)
-        planes[:, first:first + n] = slot.planes(n, self.layout.total)     # the batch's one copy
+        slot.copy_into(planes, first, n)              # the batch's one copy (one per instance where padded)
 
 
 # ---------------------------------------------------------------------- numpy: the reference and the baseline
@@ -903,7 +957,7 @@ def readback_limit(model: Model, frames: int, *, batch_frames: int | None = None
 def _readback_collect(model, slot, busy, planes, V) -> None:
     first, n = busy
     model.ctx.wait_fence(slot.fence)
-    planes[:, first:first + n] = slot.planes(n, V)
+    slot.copy_into(planes, first, n)
 
 
 def _timed(fn, repeats: int) -> tuple[list[float], list[float], object]:

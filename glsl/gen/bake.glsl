@@ -8,6 +8,7 @@ layout(local_size_x = 64) in;
 const uint MODE_COPY = 0;
 const uint MODE_RIGID = 1;
 const uint MODE_SKINNED = 2;
+const uint MODE_ANY = 3;
 
 struct BakeItem {  // 32 bytes, interface.BAKE_ITEM
     uint sourceWord;        // first word of the instance's vertices in the bound source (a multiple of 4)

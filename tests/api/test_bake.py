@@ -252,3 +252,73 @@ def test_a_frame_whose_matrices_exceed_the_window_keeps_the_storage_kernel(model
     assert GpuBaker(model, "mesh", False).window == 0            # nothing reads matrices
     with pytest.raises(UsageError, match="window must be None or an int >= 0"):
         GpuBaker(model, "world", window=-1)
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_a_kernel_per_mode_matches_the_one_kernel_and_the_reference(model):
+    """split_modes: a pipeline per mode (the kernel specialized through BAKE_MODE), the items of each source sorted
+    by mode and dispatched per mode; RobotExpressive has rigid, skinned and morphing parts (world space) and
+    copied ones (mesh space without skinning). Windows of 2 frames in batches of 5, the full window, the storage
+    kernel; the default splits on a CPU device only."""
+    from vkmorph.bake import GpuBaker
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.interface import BAKE_ALIGNED_ID, BAKE_ANY, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID
+
+    clip = model.scene.clip("Wave")
+    times = np.linspace(0.0, 2.0, 12)
+    name = model.target_names[0]
+    for space, skinning in (("world", True), ("mesh", False)):
+        ref = bake_numpy(model, clip="Wave", times=times, weights={name: 0.8}, space=space, skinning=skinning)
+        for window in (2, None, 0):
+            one = GpuBaker(model, space, skinning, window=window, split_modes=False)
+            a = one.run(clip, times, {name: 0.8}, 5, False)
+            res = model._bake_cache
+            assert list(res.pipelines) == [None] and not res.split and res.slots[0].starts is None
+            split = GpuBaker(model, space, skinning, window=window, split_modes=True)
+            rest = split.layout.rest                          # interleave the modes (the sort must regroup them)
+            rest[:] = rest[::2] + rest[1::2][::-1]
+            b = split.run(clip, times, {name: 0.8}, 5, False)
+            res = model._bake_cache
+            modes = {split.layout.modes[k] for k in range(len(split.layout.modes))}
+            assert res.split and set(res.pipelines) == modes
+            assert all(p.specialization == {BAKE_MODE_ID: m, BAKE_SKIP_ZERO_ID: 0, BAKE_ALIGNED_ID: 1}
+                       for m, p in res.pipelines.items())
+            starts = res.slots[0].starts                      # each instance at whole quads in the planes
+            assert all(st % 4 == 0 for st in starts) and starts == sorted(starts)
+            assert [b - a for a, b in zip(starts, starts[1:])] == [
+                -(-(sl.stop - sl.start) // 4) * 4 for sl in list(split.layout.slices.values())[:-1]]
+            table = M.readback(model.ctx, res.items, BAKE_ITEM)
+            for _, first, count, _, mode in res.groups:       # each dispatch group: one source, one mode
+                assert mode != BAKE_ANY and set(table["mode"][first:first + count].tolist()) == {mode}
+            # one group per (source, mode): the items were sorted, so a mode is one dispatch per window
+            assert len(res.groups) == len({(g[0], g[4]) for g in res.groups})
+            _close(a, ref)
+            _close(b, ref)
+            _close(a, b, pos=1e-6, unit=1e-6)
+    default = GpuBaker(model, "world")
+    assert default.split_modes is (model.ctx.info.device_type == "cpu")
+
+
+@pytest.mark.parametrize("model", [CUBE], indirect=True)
+def test_a_kernel_per_mode_with_weight_runs_over_several_batches(model):
+    """The morphing parts' dispatches per run of equal weights (every frame here) with a kernel per mode, windows
+    of 1 and 3 frames, batches of 4 (three batches, two slots)."""
+    from vkmorph.bake import GpuBaker
+
+    clip = model.scene.clip(model.clips[0])
+    times = np.linspace(0.0, clip.duration, 11)
+    assert len(weight_runs(frame_weights(model, clip, times, None))) > 5
+    for space in ("world", "mesh"):
+        ref = bake_numpy(model, clip=model.clips[0], times=times, space=space)
+        for window in (1, 3):
+            _close(GpuBaker(model, space, window=window, split_modes=True).run(clip, times, None, 4, False), ref)
+            assert model._bake_cache.split
+
+
+@pytest.mark.parametrize("model", [CUBE], indirect=True)
+def test_bad_split_modes_is_one_line(model):
+    from vkmorph.bake import GpuBaker
+    from vkmorph.errors import UsageError
+
+    with pytest.raises(UsageError, match="split_modes must be None, True or False, got 'yes'"):
+        GpuBaker(model, "world", split_modes="yes")

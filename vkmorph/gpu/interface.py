@@ -403,6 +403,11 @@ BAKE_ITEM = np.dtype([(n, "<u4") for n in ("source_word", "stride_words", "verte
 BAKE_PUSH = np.dtype([(n, "<u4") for n in ("item_first", "frame_first", "frame_count", "frames_per_group",
                                             "matrices_per_frame", "frame_vertices", "plane_floats", "matrix_frame")])
 BAKE_COPY, BAKE_RIGID, BAKE_SKINNED = 0, 1, 2       # BAKE_ITEM.mode
+# the bake kernel's specialization constants: BAKE_MODE (constant_id BAKE_MODE_ID), one of the modes (a pipeline
+# for the items of that mode only: the other modes' code folds away) or BAKE_ANY (each item's own, the default);
+# BAKE_SKIP_ZERO (constant_id BAKE_SKIP_ZERO_ID, a bool: 1 skips the reads of zero-weight joints, the default);
+# BAKE_ALIGNED (BAKE_ALIGNED_ID, a bool: 1 when every item starts at a multiple of 4 vertices in the planes)
+BAKE_ANY, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_ALIGNED_ID = 3, 0, 1, 2
 BAKE = ShaderInterface(
     "bake", ("bake.comp",), "bake: vertices of (instance, frame) through palettes / world matrices into planes",
     bindings=(Binding("source", 0, STORAGE, (COMPUTE,), "uvec4", "readonly", member="quads", instance="src"),
@@ -425,7 +430,7 @@ BAKE = ShaderInterface(
         (COMPUTE,)),
     local_size=64,
     constants=(("uint", "MODE_COPY", BAKE_COPY), ("uint", "MODE_RIGID", BAKE_RIGID),
-               ("uint", "MODE_SKINNED", BAKE_SKINNED)))
+               ("uint", "MODE_SKINNED", BAKE_SKINNED), ("uint", "MODE_ANY", BAKE_ANY)))
 # bake_ubo.comp: bake.comp with the matrices in a dynamic uniform buffer (llvmpipe lowers a storage-buffer load
 # to a loop over the lanes, a uniform one is cheaper: bench/2026-12-02-lavapipe-bake-kernel.txt). The binding is
 # a window of whole frames' matrices, BAKE_UBO_MATRICES mat4 (64 KiB, the maxUniformBufferRange of lavapipe and

@@ -61,10 +61,14 @@ def create_shader_module(ctx: Context, name: str):
 class ComputePipeline:
     """The compute pipeline of one interface (one shader, one descriptor set, one push-constant range)."""
 
-    def __init__(self, ctx: Context, iface: ShaderInterface, max_sets: int = 16):
+    def __init__(self, ctx: Context, iface: ShaderInterface, max_sets: int = 16, *,
+                 specialization: Mapping[int, int] | None = None):
+        # specialization: {constant_id: uint32 value} for the shader's specialization constants (the driver
+        # compiles the shader with them as constants: branches on them fold away)
         if iface.local_size is None or iface.sets() not in ([0], []):
             raise GpuError(f"interface {iface.name!r} is not a one-set compute interface")
         self.ctx, self.iface, self.shader = ctx, iface, iface.shader
+        self.specialization = dict(specialization or {})
         self.push_constant_size = iface.push.size if iface.push is not None else 0
         self.set_layout = self.layout = self.pipeline = self.pool = None
         dev = ctx.device
@@ -81,8 +85,15 @@ class ComputePipeline:
                                                     pPushConstantRanges=ranges or None)
             self.layout = call("vkCreatePipelineLayout", dev, pl_info, None, what=iface.name)
             module = create_shader_module(ctx, self.shader)
+            spec = None
+            if self.specialization:
+                ids = sorted(self.specialization)
+                data = np.array([self.specialization[i] for i in ids], np.uint32)
+                entries = [vk.VkSpecializationMapEntry(constantID=i, offset=4 * k, size=4) for k, i in enumerate(ids)]
+                spec = vk.VkSpecializationInfo(mapEntryCount=len(entries), pMapEntries=entries, dataSize=data.nbytes,
+                                               pData=vk.ffi.from_buffer(data))
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
-                                                       pName="main")
+                                                       pName="main", pSpecializationInfo=spec)
             info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
             cache = ctx.pipeline_cache if ctx.pipeline_cache is not None else vk.VK_NULL_HANDLE
             result = call("vkCreateComputePipelines", dev, cache, 1, [info], None, what=self.shader)
