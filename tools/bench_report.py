@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from vkmorph.app.bench import markdown, plot
+from vkmorph.app.bench_report import markdown, plot
 
 
 def main(argv: list[str]) -> int:

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from tests.helpers import ROOT
-from vkmorph.app.bench import BYTE_MODEL, LEGACY_BYTE_MODEL, goals, markdown
+from vkmorph.app.bench_report import goals, markdown
+from vkmorph.app.bench_roofline import BYTE_MODEL, LEGACY_BYTE_MODEL
 
 
 def bench(*args):
@@ -47,7 +48,7 @@ def test_reports_are_written_all_or_nothing(tmp_path, monkeypatch):
     while producing the markdown leaves the previous file untouched (no truncated half report)."""
     from argparse import Namespace
 
-    import vkmorph.app.bench as bench_mod
+    import vkmorph.app.bench_report as bench_mod
 
     report = json.loads((ROOT / "bench" / "2026-11-30-h200.json").read_text())
     args = Namespace(json=tmp_path / "b.json", markdown=tmp_path / "b.md", plot=None)
@@ -67,7 +68,9 @@ def test_slots_section_times_both_and_renders_the_ratio(ctx):
     """Morph + draw per frame with 1 and 3 output slots, 3 frames in flight as events: sync-validation clean
     (the fixture fails on any message; without the events frame N+3's morph would race frame N's draw), each
     slot's output matches numpy, and the report shows both timings and the ratio."""
-    from vkmorph.app.bench import Case, WindowTimer, slots_overlap
+    from vkmorph.app.bench_data import Case
+    from vkmorph.app.bench_slots import slots_overlap
+    from vkmorph.app.bench_timing import WindowTimer
 
     timer = WindowTimer(ctx)
     try:
@@ -98,7 +101,7 @@ def test_only_slots_refuses_a_plot(tmp_path):
 def test_bake_section_measures_gpu_against_numpy_and_renders():
     """The bench's bake line (issue 17): RobotExpressive's first clip baked on the GPU and in numpy, both
     timed, the GPU result within 1e-4 of numpy, rendered into the markdown report."""
-    from vkmorph.app.bench import bake_line, bake_throughput
+    from vkmorph.app.bench_bake import bake_line, bake_throughput
 
     b = bake_throughput(4, repeats=2)
     assert b is not None and b["frames"] == 4 and b["vertices"] > 1000 and b["clip"] and b["repeats"] == 2
@@ -152,7 +155,7 @@ def test_new_fields_render_and_feed_the_goals():
 
 
 def test_per_format_floor_counts_the_kernels_bytes():
-    from vkmorph.app.bench import format_bytes_of, work_bytes_of
+    from vkmorph.app.bench_roofline import format_bytes_of, work_bytes_of
 
     assert work_bytes_of(10, 3) == 10 * 84 + 3 * 40
     assert format_bytes_of(10, 3, "full", "workgroup", chunk_bytes=16, table_bytes=80, active_blocks=2) == \
@@ -164,7 +167,9 @@ def test_bench_row_has_both_floors_numpy_spread_and_the_copy_check(ctx):
     """One small case through bench_case on this device: the per-format floor from the batch's own buffers, the
     work unit beside it, numpy (sparse float32) timed 5 times, the copy reference checked against a ceiling the
     window cannot reach (so it is repeated and flagged), the GPU within 1e-5 of the dense reference."""
-    from vkmorph.app.bench import COPY_RETRIES, Case, WindowTimer, bench_case, synthetic_primitive
+    from vkmorph.app.bench_data import Case, synthetic_primitive
+    from vkmorph.app.bench_roofline import COPY_RETRIES, bench_case
+    from vkmorph.app.bench_timing import WindowTimer
 
     timer = WindowTimer(ctx)
     try:
@@ -182,7 +187,7 @@ def test_bench_row_has_both_floors_numpy_spread_and_the_copy_check(ctx):
 
 
 def test_cpu_per_frame_reports_thread_cpu_and_wall_for_bulk_and_per_node(ctx):
-    from vkmorph.app.bench import cpu_frame_costs
+    from vkmorph.app.bench_cpu import cpu_frame_costs
 
     rows = cpu_frame_costs(ctx, counts=(1, 4), repeats=3)
     assert [r["primitives"] for r in rows] == [1, 4]
@@ -194,7 +199,7 @@ def test_cpu_per_frame_reports_thread_cpu_and_wall_for_bulk_and_per_node(ctx):
 
 def test_copy_bandwidth_below_one_gb_s_is_a_figure_and_a_failed_one_says_so():
     """`bench --quick` on lavapipe printed "copy 0 GB/s" for the Dawn-like heads (0.41 GB/s as a whole number)."""
-    from vkmorph.app.bench import characters_line, gbps, gbps_text
+    from vkmorph.app.bench_report import characters_line, gbps, gbps_text
 
     c = {"format": "full", "heads": 8, "kernel": "vertex", "gpu_us_per_head": 900.0, "heads_per_16_6_ms": 18,
          "roofline_fraction": 0.5, "copy_gbps": 0.41}
@@ -220,7 +225,10 @@ def test_copy_ceiling_per_size_is_measured_once_and_the_rule_converges(ctx):
     same kernel over the same bytes), measured once per size and cached, instead of against the 256 MB ceiling
     that 40-90 MB copies never reach (the H200's 15/24 repeated rows); both shares are in the row. With the
     repeat budget spent, a row below the rule is flagged, not repeated."""
-    from vkmorph.app.bench import Case, CopyCeilings, WindowTimer, bench_case, synthetic_primitive
+    from vkmorph.app.bench_copy import CopyCeilings
+    from vkmorph.app.bench_data import Case, synthetic_primitive
+    from vkmorph.app.bench_roofline import bench_case
+    from vkmorph.app.bench_timing import WindowTimer
 
     timer = WindowTimer(ctx)
     try:

@@ -11,7 +11,7 @@ from tests.helpers import asset
 
 def test_gpu_anim_rows_scaling_and_heads_render(ctx, monkeypatch):
     from vkmorph.app import crowd_bench as B
-    from vkmorph.app.bench import WindowTimer
+    from vkmorph.app.bench_timing import WindowTimer
 
     monkeypatch.setenv("VKMORPH_ASSETS", str(asset("RobotExpressive", "RobotExpressive.glb").parents[1]))
     timer = WindowTimer(ctx)

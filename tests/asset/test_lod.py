@@ -82,7 +82,7 @@ def test_bad_input_is_refused_by_name():
 
 
 def test_robot_expressive_levels_if_present():
-    from vkmorph.app.bench import find_model
+    from vkmorph.app.bench_data import find_model
 
     path = find_model("RobotExpressive")
     if path is None:

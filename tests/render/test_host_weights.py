@@ -19,7 +19,7 @@ pytestmark = pytest.mark.gpu
 
 
 def _scene(rng):
-    from vkmorph.app.bench import synthetic_scene
+    from vkmorph.app.bench_data import synthetic_scene
 
     return synthetic_scene([random_prim(rng, int(rng.integers(50, 600)), int(rng.integers(2, 9)), 0.3)
                             for _ in range(5)])

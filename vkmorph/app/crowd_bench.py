@@ -40,7 +40,7 @@ def _timed(fn):
 
 def crowd_costs(ctx, timer, counts=COUNTS, frames: int = 8) -> list[dict]:
     from .. import load_scene
-    from .bench import find_model
+    from .bench_data import find_model
 
     path = find_model(MODEL)
     if path is None:
@@ -126,7 +126,7 @@ def changed_scaling(ctx, timer, N: int = 1000, ks=(1, 10, 100, 1000), frames: in
     the crowd's setters + palettes + record, GPU ms of the morph pass; cost should follow k, not N."""
     from .. import load_scene
     from ..render.morph_pass import MorphRuntime
-    from .bench import find_model
+    from .bench_data import find_model
 
     path = find_model(MODEL)
     if path is None:
@@ -176,7 +176,7 @@ def gpu_anim_costs(ctx, timer, counts=COUNTS, frames: int = 8) -> list[dict]:
     writes + recording) and ``record()`` (morph upload + dispatches), thread CPU with wall beside; GPU ms of
     the animation and morph passes; the same with nothing changed; build time; bytes per instance."""
     from .. import load_scene
-    from .bench import find_model
+    from .bench_data import find_model
 
     path = find_model(MODEL)
     if path is None:
@@ -317,7 +317,7 @@ def gpu_anim_scaling(ctx, timer, N: int = 10000, ks=(0, 1, 100, 1000, 10000), fr
     from .. import load_scene
     from ..render.crowd_anim import CrowdAnimation
     from ..render.morph_pass import MorphRuntime
-    from .bench import find_model
+    from .bench_data import find_model
 
     path = find_model(MODEL)
     if path is None:
@@ -401,7 +401,8 @@ def crowd_heads(ctx, timer, counts=HEAD_COUNTS, fmt: str = "full", frames: int =
     bytes per extra head = (bytes(N) - bytes(1)) / (N - 1). ``heads_per_16_6_ms`` in ``crowd_heads_summary``
     is the largest N measured whose frame took <= 16.6 ms."""
     from ..render.morph_pass import MorphRuntime
-    from .bench import FRAME_MS, synthetic_primitive, synthetic_scene
+    from .bench_data import synthetic_primitive, synthetic_scene
+    from .bench_timing import FRAME_MS
 
     head = synthetic_primitive(14_000, 50, 0.1, "clustered", seed=3)
     scene = synthetic_scene([head])
@@ -522,7 +523,7 @@ def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3, lod="off") -> list[dict]
     maxStorageBufferRange gets the vertex path only (the row says so). ``lod``: ``SceneRenderer(lod=)`` ("off",
     "on", a forced level); each row reports the triangles each pass drew and the LOD histogram per pass."""
     from .. import load_scene
-    from .bench import find_model
+    from .bench_data import find_model
 
     path = find_model(MODEL)
     if path is None:
@@ -725,7 +726,7 @@ def pass_markdown(rows: list[dict]) -> list[str]:
 
 def main(argv=None) -> int:
     from ..gpu.context import Context
-    from .bench import WindowTimer, driver_string
+    from .bench_timing import WindowTimer, driver_string
 
     ap = argparse.ArgumentParser(prog="python -m vkmorph.app.crowd_bench")
     ap.add_argument("--quick", action="store_true")

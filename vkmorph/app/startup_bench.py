@@ -127,7 +127,7 @@ def open_times(path, repeats: int) -> dict:
 
 
 def startup_costs(quick: bool) -> dict:
-    from .bench import find_model
+    from .bench_data import find_model
 
     repeats = REPEATS_QUICK if quick else REPEATS
     out: dict = {"load_before": os.getloadavg()[0]}

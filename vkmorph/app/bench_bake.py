@@ -1,0 +1,38 @@
+"""The bake row: ``vkmorph.bake.measure_bake_throughput`` on RobotExpressive's first clip, and its line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .bench_data import find_model
+
+BAKE_MODEL, BAKE_FRAMES, BAKE_FRAMES_QUICK, BAKE_REPEATS = "RobotExpressive", 256, 64, 5
+
+
+def bake_throughput(frames: int, repeats: int = BAKE_REPEATS) -> dict | None:
+    """``vkmorph.bake.measure_bake_throughput`` on RobotExpressive's first clip in world space: the GPU bake, the
+    numpy baseline and the readback alone, each median of ``repeats`` after a warm-up."""
+    from ..bake import measure_bake_throughput
+
+    path = find_model(BAKE_MODEL)
+    return measure_bake_throughput(path, frames=frames, repeats=repeats) if path is not None else None
+
+
+def bake_line(b: dict) -> str:
+    head = (f"bake ({Path(b['file']).name}, clip {b['clip']}, {b['space']} space, {b['frames']} frames x "
+            f"{b['vertices']:,} vertices): GPU {b['gpu_vps'] / 1e6:.2f} M frame-vertices/s, numpy "
+            f"{b['numpy_vps'] / 1e6:.2f} M/s, {b['speedup']:.1f}x")
+    if "speedup_min" not in b:          # reports before the batched bake
+        return f"{head}, max error {b['max_error']:.1e}"
+    return (f"{head} ({b['speedup_min']:.1f}-{b['speedup_max']:.1f}, {b['repeats']} repeats); readback alone "
+            f"{b['readback_vps'] / 1e6:.1f} M/s, the bake at {b['readback_fraction']:.2f} of it "
+            f"({b['readback_fraction_min']:.2f}-{b['readback_fraction_max']:.2f}); GPU {b['gpu_s']:.3f} s wall "
+            f"({b['gpu_s_min']:.3f}-{b['gpu_s_max']:.3f}), {b['gpu_cpu_s']:.3f} s process CPU; numpy "
+            f"{b['numpy_s']:.3f} s wall, {b['numpy_cpu_s']:.3f} s CPU; {b['batch_frames']} frames per batch, "
+            f"{b['weight_runs']} weight run(s); max error {b['max_error']:.1e} (numpy {b['numpy_max_error']:.1e})"
+            + (f"; pose on the {'GPU' if b['pose_on_gpu'] else 'host'}: host {1e3 * b['host_batch_cpu_s']:.2f} ms "
+               f"thread CPU per batch ({1e3 * b['host_batch_cpu_s_min']:.2f}-{1e3 * b['host_batch_cpu_s_max']:.2f}), "
+               f"pose on the host {1e3 * b['cpu_pose_host_batch_cpu_s']:.2f} ms "
+               f"({1e3 * b['cpu_pose_host_batch_cpu_s_min']:.2f}-{1e3 * b['cpu_pose_host_batch_cpu_s_max']:.2f}), "
+               f"that bake {b['cpu_pose_s']:.3f} s wall ({b['cpu_pose_s_min']:.3f}-{b['cpu_pose_s_max']:.3f}), "
+               f"{b['cpu_pose_cpu_s']:.3f} s process CPU" if "pose_on_gpu" in b else ""))
