@@ -584,9 +584,9 @@ class GpuBaker:
 
         if pose not in (None, "gpu", "cpu"):
             raise UsageError(f"bake: pose must be 'gpu', 'cpu' or None, got {pose!r}")
-        if window is not None and (not isinstance(window, int) or window < 0):
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 0):
             raise UsageError(f"bake: window must be None or an int >= 0 (frames per uniform window), got {window!r}")
-        if split_modes not in (None, True, False):
+        if not (split_modes is None or split_modes is True or split_modes is False):     # not 0 / 1 / 0.0
             raise UsageError(f"bake: split_modes must be None, True or False, got {split_modes!r}")
         self.m, self.space, self.direct, self.pose = model, space, direct, pose
         self.split_modes = model.ctx.info.device_type == "cpu" if split_modes is None else split_modes

@@ -250,8 +250,9 @@ def test_a_frame_whose_matrices_exceed_the_window_keeps_the_storage_kernel(model
            bake_numpy(model, clip="Dance", times=times, space="world"))
     assert model._bake_cache.pipeline.iface is interface.BAKE
     assert GpuBaker(model, "mesh", False).window == 0            # nothing reads matrices
-    with pytest.raises(UsageError, match="window must be None or an int >= 0"):
-        GpuBaker(model, "world", window=-1)
+    for bad in (-1, True, 2.0):
+        with pytest.raises(UsageError, match="window must be None or an int >= 0"):
+            GpuBaker(model, "world", window=bad)
 
 
 @pytest.mark.parametrize("model", [ROBOT], indirect=True)
@@ -322,3 +323,6 @@ def test_bad_split_modes_is_one_line(model):
 
     with pytest.raises(UsageError, match="split_modes must be None, True or False, got 'yes'"):
         GpuBaker(model, "world", split_modes="yes")
+    for bad in (1, 0, 0.0):                    # equal to True / False, but not them
+        with pytest.raises(UsageError, match="split_modes must be None, True or False"):
+            GpuBaker(model, "world", split_modes=bad)

@@ -79,6 +79,12 @@ def test_bad_input_is_refused_by_name():
         L.lod_indices(p, idx[:-1])
     with pytest.raises(UsageError, match="ratios"):
         L.lod_indices(p, idx, (0.1, 0.5))
+    with pytest.raises(UsageError, match="LOD ratios must be a list of numbers"):
+        L.lod_indices(p, idx, 0.5)                   # not a list: one line, not a TypeError
+    with pytest.raises(UsageError, match="LOD ratios must be a list of numbers"):
+        L.lod_indices(p, idx, ("half",))
+    with pytest.raises(UsageError, match="3 vertex groups for"):
+        L.lod_indices(p, idx, groups=np.zeros(3))
 
 
 def test_robot_expressive_levels_if_present():

@@ -160,3 +160,8 @@ def test_bad_lod_options_are_refused(ctx):
         CrowdLod(level=9)
     with pytest.raises(UsageError, match="thresholds"):
         CrowdLod(thresholds=(10.0, 20.0, 5.0))
+    for bad in ({"thresholds": "abc"}, {"thresholds": 5}, {"shadow_thresholds": 3}, {"ratios": 0.5}):
+        with pytest.raises(UsageError, match="must be a list of numbers"):
+            CrowdLod(**bad)
+    with pytest.raises(UsageError, match="lod= is for crowds"):
+        OffscreenRenderer(ctx, load_scene(None), 32, 32, samples=1, lod=0)     # level 0 forced is LOD too

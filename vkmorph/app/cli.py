@@ -182,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="N instances on a grid, each at its own clip phase and speed (skinned once per frame, culled)")
     p.add_argument("--crowd-lod", choices=["off", "on", "0", "1", "2", "3"], default="off",
                    help="--crowd: levels of detail per instance by its size on screen (on), or one level forced "
-                        "(0 = the full mesh .. 3 = ~5%% of its triangles); the panel shows instances per level")
+                        "(0 = the full mesh .. 3 = ~7%% of its triangles as a target); the panel shows instances "
+                        "per level")
     p.add_argument("--crowd-anim", choices=["gpu", "cpu"], default="gpu",
                    help="--crowd: pose the instances' skeletons on the GPU (default; morph weights sampled on the "
                         "CPU) or on the CPU (numpy, ~70 us per instance per frame)")

@@ -50,8 +50,16 @@ _CACHE: OrderedDict[bytes, tuple[np.ndarray, ...]] = OrderedDict()
 _CACHE_SIZE = 512
 
 
+def float_tuple(values, what: str) -> tuple[float, ...]:
+    """``values`` as a tuple of floats, or one UsageError naming the option ``what``."""
+    try:
+        return tuple(float(x) for x in values)
+    except (TypeError, ValueError):
+        raise UsageError(f"LOD {what} must be a list of numbers, got {values!r}") from None
+
+
 def check_ratios(ratios) -> tuple[float, ...]:
-    r = tuple(float(x) for x in ratios)
+    r = float_tuple(ratios, "ratios")
     if not r or any(not (0.0 < x < 1.0) for x in r) or any(b > a for a, b in zip(r, r[1:])):
         raise UsageError(f"LOD ratios must be a non-empty non-increasing list within (0, 1), got {ratios!r}")
     return r
@@ -149,6 +157,8 @@ def lod_indices(positions: np.ndarray, indices: np.ndarray, ratios=DEFAULT_RATIO
     if len(idx) and int(idx.max()) >= len(p):
         raise UsageError(f"LOD: index {int(idx.max())} out of range for {len(p)} vertices")
     g = None if groups is None else np.ascontiguousarray(groups, np.int64).reshape(-1)
+    if g is not None and len(g) != len(p):
+        raise UsageError(f"LOD: {len(g)} vertex groups for {len(p)} vertices")
     h = hashlib.sha1()
     for part in (p, idx, g if g is not None else np.zeros(0), np.array(ratios)):
         h.update(part.tobytes())

@@ -107,7 +107,6 @@ class CrowdCuller:
         N = self.crowd.count
         self._boxes = np.zeros((N, 2, 3))
         self._applied = np.full(N, -1, np.int64)
-        self.last_visible = np.ones(N, bool)
         # GPU-posed instances: one box per clip in the instance's own frame (module docstring); per instance the
         # transform version and clip its box was made with (-1: not made from a clip box)
         self.clip_boxes = self._clip_boxes(animation) if animation is not None else np.zeros((0, 2, 3))
@@ -191,8 +190,7 @@ class CrowdCuller:
         c, h = (b[:, 0] + b[:, 1]) / 2, (b[:, 1] - b[:, 0]) / 2
         n = planes[:, :3]
         dist = c @ n.T + planes[:, 3] + h @ np.abs(n).T     # (instances, 6): the box's most-inside corner
-        self.last_visible = (dist >= 0).all(axis=1)
-        return self.last_visible
+        return (dist >= 0).all(axis=1)
 
     def casts_into(self, view_proj: np.ndarray, light_dir) -> np.ndarray:
         """(instances,) bool: the instance's posed box swept along the light's travel direction ``light_dir``

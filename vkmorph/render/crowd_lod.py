@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..asset.lod import DEFAULT_RATIOS, check_ratios
+from ..asset.lod import DEFAULT_RATIOS, check_ratios, float_tuple
 from ..errors import UsageError
 
 DEFAULT_THRESHOLDS = (192.0, 64.0, 24.0)    # px of projected bounding-sphere diameter: below each, one level more
@@ -71,7 +71,7 @@ class CrowdLod:
 
 
 def _thresholds(th, n: int, what: str) -> tuple:
-    t = tuple(float(x) for x in th)
+    t = float_tuple(th, what)
     if len(t) != n or any(not np.isfinite(x) or x < 0 for x in t) or any(b > a for a, b in zip(t, t[1:])):
         raise UsageError(f"LOD {what} must be {n} non-increasing pixel sizes (one per ratio), got {th!r}")
     return t

@@ -240,7 +240,8 @@ class SceneRenderer:
             raise UsageError(f"animation must be 'cpu', 'gpu' or a CrowdAnimation, got {animation!r}")
         if animation != "cpu" and (instances is None if runtime is None else runtime.crowd is None):
             raise UsageError("animation= is for crowds: SceneRenderer(..., instances=N, animation='gpu')")
-        if lod not in (None, False, "off") and (instances is None if runtime is None else runtime.crowd is None):
+        lod_off = lod is None or lod is False or (isinstance(lod, str) and lod == "off")     # lod=0 is level 0
+        if not lod_off and (instances is None if runtime is None else runtime.crowd is None):
             raise UsageError("lod= is for crowds: SceneRenderer(..., instances=N, lod='on')")
         from .crowd_lod import parse_lod
 

@@ -6,7 +6,8 @@ draws it, ``passes x (stride + 4 x 64)``; compute skinning reads them once, writ
 and every pass reads that: ``stride + 4 x 64 + 48 + passes x 48``. Stated, not yet measured on a device.
 
 The byte model alone predicts compute everywhere (480 against 672 B per 80-byte vertex in two passes: 1.4x), but
-on an H200 the vertex-shader path cost only ~1.2x the compute path, and on lavapipe the same: the raster work per
+on an H200 the vertex-shader path cost only ~1.2x the compute path (bench/2026-12-02c-h200-crowd-passes.md), and
+on lavapipe 0.78-1.06x (bench/2026-12-02-lavapipe-crowd-lod.md, LOD off): the raster work per
 drawn vertex (vertex fetch, primitive assembly, rasterization: the same in both paths) dilutes the difference,
 and most of a crowd's vertices may not be skinned at all (RobotExpressive: 4 of 19 primitives). ``pass_model``
 is a time model (no Vulkan, keyword inputs) per frame:
