@@ -52,7 +52,8 @@ def _warm_up() -> None:
     loader, the layer and the driver keep open for the life of the process is open before any test's count."""
     if not _warm:
         _warm.append(True)
-        from vkmorph.gpu.context import Context, validation_requested
+        from vkmorph.gpu.context import Context
+        from vkmorph.gpu.validation import validation_requested
 
         Context.create(validation=validation_requested(True)).destroy()
 
@@ -108,7 +109,8 @@ def no_leaked_instances_devices_or_fds():
 def ctx():
     """A fresh validated Context; the test fails if validation reported anything or if an object the test
     created was not destroyed (the Context's registry is the leak detector)."""
-    from vkmorph.gpu.context import Context, validation_requested
+    from vkmorph.gpu.context import Context
+    from vkmorph.gpu.validation import validation_requested
 
     c = Context.create(validation=validation_requested(True))
     yield c

@@ -399,7 +399,7 @@ class _GpuPose:
     def __init__(self, model: Model, layout: _Layout, B: int, matrices: list):
         from .asset.model import AnimationClip
         from .gpu import memory as M
-        from .gpu.context import Owner
+        from .gpu.ownership import Owner
         from .render.crowd_anim import ClipPosePass, ClipTables
 
         ctx = model.ctx

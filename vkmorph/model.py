@@ -105,7 +105,8 @@ class Model:
                  weight_range: tuple[float, float] | None = None, extra_weights=(),
                  allow_external_uris: bool | None = None, clamp: bool = False):
         from .asset.importer import load_scene
-        from .gpu.context import Context, validation_requested
+        from .gpu.context import Context
+        from .gpu.validation import validation_requested
         from .progress import stages
 
         self.progress = progress

@@ -150,7 +150,7 @@ def test_no_loader_gives_one_line_error():
 
 def test_owner_releases_in_reverse_creation_order(ctx):
     from vkmorph.gpu import memory as M
-    from vkmorph.gpu.context import Owner
+    from vkmorph.gpu.ownership import Owner
 
     order = []
 

@@ -25,7 +25,7 @@ class FrameFences:
     pipeline barrier there would also wait for frames i+1 .. i+n-1). ``begin()`` starts a command buffer."""
 
     def __init__(self, ctx, in_flight: int = FRAMES_IN_FLIGHT):
-        from ..gpu.context import Owner
+        from ..gpu.ownership import Owner
 
         self.ctx, self.in_flight = ctx, in_flight
         self.owner = Owner(ctx, "bench frame fences")

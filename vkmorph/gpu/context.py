@@ -23,21 +23,28 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import GpuError, UsageError
 from . import driver_pin
+from .device_info import DeviceInfo, _version_str
+from .ownership import Owner
+from .validation import (
+    _QUEUE_SUBMIT_SYNC,
+    VALIDATION_LAYER,
+    ValidationMessage,
+    messenger_create_info,
+    validation_requested,
+)
 from .vk import call, ffi, vk
+
+# names other modules import from here (their homes are ownership.py, validation.py, device_info.py)
+__all__ = ["API_VERSION", "OUTPUT_ALIGNMENT", "REQUIRED_FEATURES", "Context", "DeviceInfo", "Owner",
+           "ValidationMessage", "validation_requested"]
 
 API_VERSION = (1, 2)            # the SPIR-V is compiled for the Vulkan 1.2 environment
 REQUIRED_FEATURES: tuple[str, ...] = ()   # VkPhysicalDeviceFeatures fields the kernels need (none today)
 OUTPUT_ALIGNMENT = 256          # morph outputs sit at 256-byte offsets bound as storage buffers
-
-VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
-# Cross-submission hazards (frames in flight) are only checked with this layer switch, which
-# VkValidationFeaturesEXT cannot set; it must be in the environment before the instance is created.
-_QUEUE_SUBMIT_SYNC = ("VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT:"
-                      "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT")
 
 _DEVICE_TYPE_RANK = {
     vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
@@ -45,12 +52,6 @@ _DEVICE_TYPE_RANK = {
     vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2,
     vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3,
     vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: 4,
-}
-_SEVERITY_NAMES = {
-    vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_VERBOSE_BIT_EXT: "verbose",
-    vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT: "info",
-    vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT: "warning",
-    vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT: "error",
 }
 
 
@@ -65,57 +66,6 @@ def _cb_key(cb) -> int:
     return int(ffi.cast("uintptr_t", cb))
 
 
-class Owner:
-    """The one way vkmorph groups objects: things released together in reverse creation order.
-
-    ``own(obj)`` takes anything with ``destroy()`` (buffers, pipelines, images, other Owners); ``add(destroy,
-    handle)`` a raw handle with its vkDestroy*/vkFree* function (called as ``destroy(device, handle, None)``).
-    The Owner is itself one tracked child of its Context, so a forgotten one shows in ``ctx.live_children``
-    (the leak list) and is released by ``ctx.destroy()``.
-    """
-
-    def __init__(self, ctx: Context, name: str):
-        self.ctx, self.name = ctx, name
-        self._items: list[Callable[[], None]] = []
-        self._key = ctx.track(name, self._release)
-
-    def own(self, obj):
-        self._items.append(obj.destroy)
-        return obj
-
-    def add(self, destroy: Callable, handle):
-        self._items.append(lambda: destroy(self.ctx.device, handle, None))
-        return handle
-
-    def _release(self) -> None:
-        while self._items:
-            self._items.pop()()
-
-    def destroy(self) -> None:
-        if self._key is not None:
-            self._release()
-            self.ctx.untrack(self._key)
-            self._key = None
-
-
-def validation_requested(default: bool = False) -> bool:
-    """``VKMORPH_VALIDATION=1|0`` overrides ``default`` (tests default to on, everything else to off)."""
-    value = os.environ.get("VKMORPH_VALIDATION")
-    if value is None or value == "":
-        return default
-    return value.strip().lower() not in ("0", "false", "no", "off")
-
-
-@dataclass
-class ValidationMessage:
-    severity: str
-    message_id: str
-    text: str
-
-    def __str__(self) -> str:
-        return f"[{self.severity}] {self.message_id}: {self.text}"
-
-
 @dataclass
 class _Tracked:
     name: str
@@ -127,21 +77,6 @@ class _Retiring:
     serial: int
     name: str
     destroy: Callable[[], None]
-
-
-@dataclass
-class DeviceInfo:
-    name: str
-    device_type: str
-    api_version: str
-    driver_version: int
-    timestamp_period_ns: float
-    timestamp_valid: bool
-    limits: dict = field(default_factory=dict)
-
-
-def _version_str(v: int) -> str:
-    return f"{vk.VK_VERSION_MAJOR(v)}.{vk.VK_VERSION_MINOR(v)}.{vk.VK_VERSION_PATCH(v)}"
 
 
 class Context:
@@ -351,7 +286,7 @@ class Context:
                                         engineVersion=1, apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))
         messenger_ci = None
         if "VK_EXT_debug_utils" in enabled_exts:
-            messenger_ci = self._messenger_create_info()
+            messenger_ci = messenger_create_info(self.messages, lambda: self._echo, self._callback_keepalive)
         p_next = messenger_ci
         features = None
         if self.validation:
@@ -377,26 +312,6 @@ class Context:
         if messenger_ci is not None:
             create = vk.vkGetInstanceProcAddr(self.instance, "vkCreateDebugUtilsMessengerEXT")
             self._messenger = create(self.instance, messenger_ci, None)
-
-    def _messenger_create_info(self):
-        def callback(severity, types, data, user_data):
-            msg_id = data.pMessageIdName
-            msg_id = ffi.string(msg_id).decode(errors="replace") if msg_id != ffi.NULL else "?"
-            text = ffi.string(data.pMessage).decode(errors="replace") if data.pMessage != ffi.NULL else ""
-            m = ValidationMessage(_SEVERITY_NAMES.get(severity, str(severity)), msg_id, text)
-            self.messages.append(m)
-            if self._echo:
-                print(f"vkmorph: validation {m}", file=sys.stderr)
-            return 0
-
-        self._callback_keepalive.append(callback)
-        return vk.VkDebugUtilsMessengerCreateInfoEXT(
-            messageSeverity=(vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
-                             | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT),
-            messageType=(vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
-                         | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
-                         | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT),
-            pfnUserCallback=callback)
 
     def _pick_physical_device(self, name_filter: str | None):
         devices = vk.vkEnumeratePhysicalDevices(self.instance)

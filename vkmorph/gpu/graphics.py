@@ -1,6 +1,6 @@
 """Graphics-side Vulkan objects: descriptor layouts/pools, render passes, framebuffers, graphics pipelines.
 
-``ObjectGroup`` (= ``context.Owner``) holds a set of raw handles with their destroy functions as one tracked child
+``ObjectGroup`` (= ``ownership.Owner``) holds a set of raw handles with their destroy functions as one tracked child
 of the Context, so a pass (Sascha Willems' per-pass resource grouping) is created and released as a unit.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .context import Context, Owner
+from .context import Context
+from .ownership import Owner
 from .pipeline import create_shader_module
 from .vk import WHOLE_SIZE, call, vk
 

@@ -41,8 +41,8 @@ from ..asset.model import AnimationClip
 from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
-from ..gpu.context import Owner
 from ..gpu.interface import CROWD_ANIM, CROWD_ANIM_MAX_NODES, CROWD_ANIM_PUSH
+from ..gpu.ownership import Owner
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
 

@@ -50,8 +50,8 @@ from ..asset.model import STATIC_VERTEX, attribute_offsets_words
 from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
-from ..gpu.context import Owner
 from ..gpu.interface import CROWD_SKIN, CROWD_SKIN_PUSH
+from ..gpu.ownership import Owner
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
 from ..morph.state import AppliedVersions

@@ -35,9 +35,10 @@ import numpy as np
 from ..asset.model import attribute_offsets_words
 from ..errors import UsageError
 from ..gpu import memory as M
-from ..gpu.context import Context, Owner
+from ..gpu.context import Context
 from ..gpu.interface import MORPH, MORPH_COMPACT, MORPH_COMPACT_VERTEX, MORPH_VERTEX
 from ..gpu.interface import MORPH_PUSH as PUSH
+from ..gpu.ownership import Owner
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
 from ..morph.gpu_data import DELTA_FORMATS, batch_block_fill, build_chunked_batch, scan_batch

@@ -37,7 +37,8 @@ from ..asset.model import MeshPrimitiveAsset, SceneAsset
 from ..errors import UsageError, abridged
 from ..gpu import barriers
 from ..gpu import memory as M
-from ..gpu.context import Context, Owner
+from ..gpu.context import Context
+from ..gpu.ownership import Owner
 from ..gpu.vk import vk
 from ..morph.bounds import ClusterBounds
 from ..morph.gpu_data import DELTA_FORMATS
