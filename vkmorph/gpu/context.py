@@ -29,6 +29,7 @@ from ..errors import GpuError, UsageError
 from . import driver_pin
 from .device_info import DeviceInfo, _version_str
 from .ownership import Owner
+from .uploads import UploadQueue
 from .validation import (
     _QUEUE_SUBMIT_SYNC,
     VALIDATION_LAYER,
@@ -111,8 +112,7 @@ class Context:
         self._serial = 0                 # last serial handed out
         self._completed = 0              # every serial <= this one has finished on the GPU
         self._retiring: list[_Retiring] = []
-        self._pending: list[Callable[[object], None]] = []   # uploads waiting for a host command buffer
-        self._batching = False           # owned contexts inside batched_uploads(): uploads wait in _pending too
+        self._uploads = UploadQueue()    # uploads waiting for a command buffer (uploads.py)
         self._finalizers: list[Callable[[], None]] = []      # run after all children (memory blocks)
 
     @property
@@ -445,13 +445,13 @@ class Context:
         """An upload (copy from a staging buffer vkmorph made): owned contexts submit it at once and wait;
         borrowed ones keep it until the host's next command buffer (``record_pending``) and call ``release``
         when the host reports that buffer completed."""
-        if self._owns_device and not self._batching:
+        if self._owns_device and not self._uploads.batching:
             try:
                 self.submit_and_wait(record)
             finally:
                 release()
             return
-        self._pending.append((record, name, release, target))
+        self._uploads.add(record, name, release, target)
 
     @contextlib.contextmanager
     def batched_uploads(self):
@@ -459,44 +459,38 @@ class Context:
         and submitted once at the end (a build's hundred buffers cost one submit-and-wait, not one each; their
         staging buffers live until then). Borrowed contexts defer every upload to the host's command buffer
         anyway: nothing changes. Nested use is one batch; a submit_and_wait inside records the queue first."""
-        if not self._owns_device or self._batching:
+        if not self._owns_device or self._uploads.batching:
             yield
             return
-        self._batching = True
+        self._uploads.batching = True
         try:
             yield
         finally:
-            self._batching = False
-            if self._pending and not self._destroyed:
+            self._uploads.batching = False
+            if self._uploads and not self._destroyed:
                 self.submit_and_wait(lambda cb: None)
 
     @property
     def batching_uploads(self) -> bool:
         """True inside ``batched_uploads`` on an owned context (uploads are then recorded later, together)."""
-        return self._batching
+        return self._uploads.batching
 
     def cancel_uploads(self, target: object) -> None:
         """Drop queued uploads into ``target`` (destroyed before the host recorded them), freeing their staging."""
-        keep = []
-        for p in self._pending:
-            if p[3] is target:
-                p[2]()
-            else:
-                keep.append(p)
-        self._pending = keep
+        self._uploads.cancel(target)
 
     @property
     def has_pending(self) -> bool:
-        return bool(self._pending)
+        return bool(self._uploads)
 
     def record_pending(self, cb) -> int:
         """Record the queued uploads into the host's ``cb`` (followed by one transfer -> everything barrier);
         returns how many. Their staging buffers are released when the host reports the serial complete."""
-        if not self._pending:
+        if not self._uploads:
             return 0
         from . import barriers  # barriers imports only vk; local import keeps context.py free of cycles
 
-        pending, self._pending = self._pending, []
+        pending = self._uploads.take()
         serial = self.next_serial()
         for record, *_ in pending:
             record(cb)
@@ -583,7 +577,7 @@ class Context:
         cb = self.allocate_command_buffer()
         try:
             self.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
-            if self._pending:          # uploads batched so far (batched_uploads) come first
+            if self._uploads:          # uploads batched so far (batched_uploads) come first
                 self.record_pending(cb)
             record(cb)
             self.end(cb)
@@ -658,7 +652,7 @@ class Context:
                     vk.vkDeviceWaitIdle(device)
                 except vk.VkError:
                     pass            # e.g. a lost device: it is destroyed all the same
-            self._pending.clear()
+            self._uploads.clear()
             retiring, self._retiring = self._retiring, []
             for r in reversed(retiring):
                 attempt(r.destroy)
