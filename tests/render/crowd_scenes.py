@@ -114,12 +114,39 @@ def skinned_positions(ctx, skin, slot, d, i):
     return raw.view(STATIC_VERTEX)["position"].copy()
 
 
-def release_frames(ctx, cbs, used, fences) -> None:
-    """The frames-in-flight tests' clean-up: the command buffers each slot used, then the fences."""
-    from vkmorph.gpu.vk import vk
 
-    for k, cb in enumerate(cbs):
-        if used[k]:
-            ctx.free_command_buffer(cb)
-    for fnc in fences:
-        vk.vkDestroyFence(ctx.device, fnc, None)
+class SlotFrames:
+    """Frames in flight as the crowd tests submit them: a fence and a command buffer per slot. ``submit(slot,
+    record)`` first waits for (and frees) the slot's previous frame, then records ``record(cb)`` into a new command
+    buffer and submits it with the slot's fence; ``destroy()`` frees what is left."""
+
+    def __init__(self, ctx, slots: int = 2):
+        from vkmorph.gpu.vk import call, vk
+
+        self.ctx = ctx
+        self.fences = [call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None) for _ in range(slots)]
+        self.cbs = [None] * slots
+
+    def wait(self, slot: int) -> None:
+        """The host waits only for the frame that last used ``slot`` (nothing when none did)."""
+        if self.cbs[slot] is not None:
+            self.ctx.wait_fence(self.fences[slot])
+            self.ctx.free_command_buffer(self.cbs[slot])
+            self.cbs[slot] = None
+
+    def submit(self, slot: int, record) -> None:
+        self.wait(slot)
+        cb = self.cbs[slot] = self.ctx.allocate_command_buffer()
+        self.ctx.begin(cb)
+        record(cb)
+        self.ctx.end(cb)
+        self.ctx.submit([cb], fence=self.fences[slot])
+
+    def destroy(self) -> None:
+        from vkmorph.gpu.vk import vk
+
+        for cb in self.cbs:
+            if cb is not None:
+                self.ctx.free_command_buffer(cb)
+        for fnc in self.fences:
+            vk.vkDestroyFence(self.ctx.device, fnc, None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.render.crowd_scenes import anim_scene, crowd_scene, random_quats, release_frames
+from tests.render.crowd_scenes import SlotFrames, anim_scene, crowd_scene, random_quats
 from vkmorph.anim.crowd import CrowdState
 from vkmorph.asset.model import STATIC_VERTEX
 from vkmorph.gpu import memory as M
@@ -129,7 +129,6 @@ def test_renderer_gpu_animation_motion_vectors_frames_in_flight(ctx):
     skinned vertices (bit for bit, and the numpy reference at that frame's clock), previous == current for the
     instances culled on the frame before."""
     from vkmorph.asset.importer import load_scene
-    from vkmorph.gpu.vk import call, vk
     from vkmorph.render.camera import OrbitCamera
     from vkmorph.render.offscreen import OffscreenRenderer
 
@@ -137,8 +136,7 @@ def test_renderer_gpu_animation_motion_vectors_frames_in_flight(ctx):
     scene = load_scene(None)       # "Wave": bone rotations and morph weights
     off = OffscreenRenderer(ctx, scene, 96, 72, samples=1, shadow_size=128, frames_in_flight=2, instances=N,
                             skinning="compute", motion_vectors=True, animation="gpu")
-    fences = [call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None) for _ in range(2)]
-    cbs, used = [None, None], [False, False]
+    frames = SlotFrames(ctx)
     try:
         r = off.renderer
         rt, cf, anim = r.runtime, r.crowd_frame, r.animation
@@ -151,9 +149,7 @@ def test_renderer_gpu_animation_motion_vectors_frames_in_flight(ctx):
         wide, seen, clocks = r.camera, [], [0.3 * f for f in range(6)]
         for f, clock in enumerate(clocks):
             slot = f % 2
-            if used[slot]:
-                ctx.wait_fence(fences[slot])
-                ctx.free_command_buffer(cbs[slot])
+            frames.wait(slot)                  # before this frame's host writes to the slot
             if f == 3:
                 rt.crowd[0].set_trs(3, "translation", [0.0, 0.5, 0.0])    # instance 0 back on the CPU
             r.animation_time = clock
@@ -163,12 +159,7 @@ def test_renderer_gpu_animation_motion_vectors_frames_in_flight(ctx):
                                                            pitch=0.2)
             r.update(slot, 96 / 72, 96, 72)
             seen.append(cf.deform_visible.copy())      # morphed and skinned: seen by the camera or casting into it
-            cb = cbs[slot] = ctx.allocate_command_buffer()
-            ctx.begin(cb)
-            r.record(cb, slot, off.targets.framebuffers[0], 96, 72)
-            ctx.end(cb)
-            ctx.submit([cb], fence=fences[slot])
-            used[slot] = True
+            frames.submit(slot, lambda cb, slot=slot: r.record(cb, slot, off.targets.framebuffers[0], 96, 72))
         ctx.wait_idle()
         assert not seen[4].all() and seen[4].any() and seen[5].all()
         clip = scene.animations[0]
@@ -197,7 +188,7 @@ def test_renderer_gpu_animation_motion_vectors_frames_in_flight(ctx):
                     assert np.array_equal(prev[:, :3], cur5), (inst.node, i)
         assert checked
     finally:
-        release_frames(ctx, cbs, used, fences)
+        frames.destroy()
         off.destroy()
 
 

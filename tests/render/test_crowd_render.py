@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.render.crowd_scenes import crowd_scene, expected_world, pose_randomly, release_frames, skinned_positions
+from tests.render.crowd_scenes import SlotFrames, crowd_scene, expected_world, pose_randomly, skinned_positions
 from vkmorph.gpu import memory as M
 from vkmorph.morph.reference import morph_reference
 from vkmorph.render.crowd_cull import CrowdCuller, frustum_planes
@@ -196,14 +196,12 @@ def test_renderer_crowd_frames_in_flight_without_host_waits(ctx):
     turn, motion vectors on: 0 validation messages with synchronization validation across submissions (the
     ctx fixture), and the last frame's skinned vertices of every drawn instance exact against numpy."""
     from vkmorph.asset.importer import load_scene
-    from vkmorph.gpu.vk import call, vk
     from vkmorph.render.offscreen import OffscreenRenderer
 
     N = 8
     off = OffscreenRenderer(ctx, load_scene(None), 96, 72, samples=1, shadow_size=128, frames_in_flight=2,
                             instances=N, skinning="compute", motion_vectors=True)
-    fences = [call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None) for _ in range(2)]
-    cbs, used = [None, None], [False, False]
+    frames = SlotFrames(ctx)
     rng = np.random.default_rng(40)
     try:
         r = off.renderer
@@ -216,9 +214,7 @@ def test_renderer_crowd_frames_in_flight_without_host_waits(ctx):
         seen = []
         for f in range(6):
             slot = f % 2
-            if used[slot]:
-                ctx.wait_fence(fences[slot])
-                ctx.free_command_buffer(cbs[slot])
+            frames.wait(slot)                  # before this frame's host writes to the slot
             pose_randomly(rt, rng, rows=np.flatnonzero(rng.random(N) < 0.6) if f else None)
             r.camera = wide
             if f % 3 == 1:       # the left half only: the right instances culled this frame
@@ -227,12 +223,7 @@ def test_renderer_crowd_frames_in_flight_without_host_waits(ctx):
                 r.camera = OrbitCamera(target=(0.0, 0.5, 0.0), distance=3.0, yaw=0.0, pitch=0.2)
             r.update(slot, 96 / 72, 96, 72)
             seen.append(cf.visible.copy())
-            cb = cbs[slot] = ctx.allocate_command_buffer()
-            ctx.begin(cb)
-            r.record(cb, slot, off.targets.framebuffers[0], 96, 72)
-            ctx.end(cb)
-            ctx.submit([cb], fence=fences[slot])
-            used[slot] = True
+            frames.submit(slot, lambda cb, slot=slot: r.record(cb, slot, off.targets.framebuffers[0], 96, 72))
         ctx.wait_idle()
         assert any(not v.all() for v in seen) and seen[-1].all()
         slot = 5 % 2
@@ -241,7 +232,7 @@ def test_renderer_crowd_frames_in_flight_without_host_waits(ctx):
                 got = skinned_positions(ctx, cf.skin, slot, d, i)
                 assert np.abs(got - expected_world(rt, inst, i)[0]).max() <= 1e-4, (inst.node, i)
     finally:
-        release_frames(ctx, cbs, used, fences)
+        frames.destroy()
         off.destroy()
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.render.crowd_scenes import release_frames
+from tests.render.crowd_scenes import SlotFrames
 from vkmorph.errors import UsageError
 
 N = 6
@@ -134,15 +134,13 @@ def test_gpu_animated_crowd_frames_in_flight_without_host_waits(ctx, skinning):
     palettes equal CrowdState.play at the animation's times."""
     from vkmorph.anim.crowd import CrowdState
     from vkmorph.asset.importer import load_scene
-    from vkmorph.gpu.vk import call, vk
     from vkmorph.render.camera import OrbitCamera
     from vkmorph.render.offscreen import OffscreenRenderer
 
     scene = load_scene(None)
     off = OffscreenRenderer(ctx, scene, 96, 72, samples=1, shadow_size=128, frames_in_flight=2, instances=N,
                             skinning=skinning, animation="gpu")
-    fences = [call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None) for _ in range(2)]
-    cbs, used = [None, None], [False, False]
+    frames = SlotFrames(ctx)
     try:
         r = off.renderer
         rt, cf, anim = r.runtime, r.crowd_frame, r.animation
@@ -154,9 +152,7 @@ def test_gpu_animated_crowd_frames_in_flight_without_host_waits(ctx, skinning):
         wide, seen = r.camera, []
         for f in range(6):
             slot = f % 2
-            if used[slot]:
-                ctx.wait_fence(fences[slot])
-                ctx.free_command_buffer(cbs[slot])
+            frames.wait(slot)                  # before this frame's host writes to the slot
             if f == 3:
                 rt.crowd[4].set_trs(3, "translation", [0.0, 0.5, 0.0])    # instance 4 back on the CPU
             clock = 0.3 * f
@@ -166,12 +162,7 @@ def test_gpu_animated_crowd_frames_in_flight_without_host_waits(ctx, skinning):
                                                            pitch=0.2)
             r.update(slot, 96 / 72, 96, 72)
             seen.append(cf.visible.copy())
-            cb = cbs[slot] = ctx.allocate_command_buffer()
-            ctx.begin(cb)
-            r.record(cb, slot, off.targets.framebuffers[0], 96, 72)
-            ctx.end(cb)
-            ctx.submit([cb], fence=fences[slot])
-            used[slot] = True
+            frames.submit(slot, lambda cb, slot=slot: r.record(cb, slot, off.targets.framebuffers[0], 96, 72))
         ctx.wait_idle()
         assert any(not v.all() for v in seen) and seen[-1].all()
         ref = CrowdState(scene, N, rt.pose)
@@ -185,7 +176,7 @@ def test_gpu_animated_crowd_frames_in_flight_without_host_waits(ctx, skinning):
             assert np.abs(a[gpu_rows] - ref.skin_matrices(s)[gpu_rows]).max() <= 2e-4, s
             assert np.abs(a[4] - rt.crowd.skin_matrices(s)[4]).max() <= 1e-5       # the host's palette
     finally:
-        release_frames(ctx, cbs, used, fences)
+        frames.destroy()
         off.destroy()
 
 
