@@ -514,14 +514,17 @@ def lod_option(text: str):
         raise UsageError(f"--lod: 'off', 'on' or a level number, got {text!r}") from None
 
 
-def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3, lod="off") -> list[dict]:
+def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3, lod="off", *, size: tuple[int, int] = PASS_SIZE,
+              spacing: float = 1.0) -> list[dict]:
     """Both skinning paths side by side: per N, one crowd runtime drawn by two SceneRenderers (compute skinning
     once per frame then plain draws; vertex-shader skinning in each pass), frames interleaved A, B, A, B in one
     window, every instance changing weights and pose every frame, culling off (every instance drawn). GPU ms per
     pass from the renderer's timestamps (``pass_timing``); the morph pass runs in A's frame (B's finds it done:
     both draw the same morph output), so B's morph column is A's. A crowd whose compute-skinning bindings exceed
     maxStorageBufferRange gets the vertex path only (the row says so). ``lod``: ``SceneRenderer(lod=)`` ("off",
-    "on", a forced level); each row reports the triangles each pass drew and the LOD histogram per pass."""
+    "on", a forced level); each row reports the triangles each pass drew and the LOD histogram per pass.
+    ``size``: the target's pixels; ``spacing``: the grid's pitch as a multiple of crowd_driver's (the camera frames
+    the grid either way): both change how many pixels each instance covers, not the vertex work."""
     from .. import load_scene
     from .bench_data import find_model
 
@@ -533,23 +536,23 @@ def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3, lod="off") -> list[dict]
     out = []
     for N in counts:
         try:
-            out.append(_pass_row(ctx, scene, clip, N, frames, lod))
+            out.append(_pass_row(ctx, scene, clip, N, frames, lod, size=size, spacing=spacing))
         except UsageError as exc:   # too large for this device in one runtime
             out.append({"instances": N, "lod": str(lod), "skipped": str(exc)})
     return out
 
 
-def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off") -> dict:
+def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off", *, size=PASS_SIZE, spacing: float = 1.0) -> dict:
     from ..render.crowd_render import RENDER_PASSES
     from ..render.morph_pass import MorphRuntime
     from ..render.offscreen import OffscreenRenderer
     from ..render.skin_cost import choose_path, skinning_cost
     from .crowd_driver import grid_transforms
 
-    w, h = PASS_SIZE
+    w, h = size
     rt = MorphRuntime(ctx, scene, instances=N)
     offs: dict[str, OffscreenRenderer] = {}
-    row: dict = {"instances": N, "frames": frames, "lod": str(lod)}
+    row: dict = {"instances": N, "frames": frames, "lod": str(lod), "size": [w, h], "spacing": spacing}
     try:
         for p in ("compute", "vertex"):
             try:
@@ -559,7 +562,7 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off") -> dict:
                 row[f"{p}_skipped"] = str(exc)
         crowd = rt.crowd
         lo, hi = next(iter(offs.values())).renderer.scene_bounds()      # every instance at the origin
-        crowd.set_transforms(grid_transforms(N, float(max(hi[0] - lo[0], hi[2] - lo[2]))))
+        crowd.set_transforms(grid_transforms(N, spacing * float(max(hi[0] - lo[0], hi[2] - lo[2]))))
         for o in offs.values():
             o.renderer.frame_camera()
         rng = np.random.default_rng(N)
@@ -679,7 +682,9 @@ def pass_markdown(rows: list[dict]) -> list[str]:
         return []
     out = ["", f"GPU ms per pass, both skinning paths in the same window ({MODEL} x N, one runtime drawn by two "
            f"renderers, frames interleaved, every instance changing every frame, culling off, "
-           f"{PASS_SIZE[0]}x{PASS_SIZE[1]} no MSAA, shadow map 512; median of {rows[0].get('frames', 0)} frames; "
+           f"{'x'.join(map(str, rows[0].get('size', PASS_SIZE)))} no MSAA, "
+           f"grid pitch x{rows[0].get('spacing', 1.0):g}, "
+           f"shadow map 512; median of {rows[0].get('frames', 0)} frames; "
            "the morph pass is the same for both; frame CPU = thread time of update + record + submit + wait, "
            "wall beside it; draws: the frame's crowd vkCmdDraw* calls, CrowdFrame.draw_calls; "
            "lod: SceneRenderer(lod=); "
@@ -743,6 +748,10 @@ def main(argv=None) -> int:
     ap.add_argument("--lod", default="off",
                     help="with --passes: levels of detail, comma-separated, each 'off', 'on' or a forced level; "
                          "every count is measured at each (e.g. off,on)")
+    ap.add_argument("--size", default=f"{PASS_SIZE[0]}x{PASS_SIZE[1]}",
+                    help="with --passes: the target, WxH (default 320x240)")
+    ap.add_argument("--spacing", type=float, default=1.0,
+                    help="with --passes: the grid's pitch as a multiple of the default (the camera frames it)")
     ap.add_argument("--note", help="a line for the markdown (e.g. the host's load)")
     args = ap.parse_args(argv)
     ctx = Context.create(echo_messages=True)
@@ -755,9 +764,14 @@ def main(argv=None) -> int:
             counts = [int(x) for x in args.counts.split(",")] if args.counts else (
                 PASS_COUNTS_QUICK if args.quick else PASS_COUNTS)
             lods = [lod_option(x) for x in args.lod.split(",")]
+            try:
+                size = tuple(int(v) for v in args.size.lower().split("x"))
+                assert len(size) == 2 and min(size) > 0
+            except (ValueError, AssertionError):
+                ap.error(f"--size {args.size!r}: expected WxH in pixels, e.g. 320x240")
             for N in counts:
                 for lod in lods:
-                    report["passes"] += pass_rows(ctx, (N,), lod=lod)
+                    report["passes"] += pass_rows(ctx, (N,), lod=lod, size=size, spacing=args.spacing)
                     print(pass_line(report["passes"][-1]), flush=True)
                     _write(report, args)      # after every row: a later size that crashes the driver keeps these
         report["gpu_anim"] = []
