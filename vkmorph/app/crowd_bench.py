@@ -515,7 +515,7 @@ def lod_option(text: str):
 
 
 def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3, lod="off", *, size: tuple[int, int] = PASS_SIZE,
-              spacing: float = 1.0) -> list[dict]:
+              spacing: float = 1.0, again: int = 1) -> list[dict]:
     """Both skinning paths side by side: per N, one crowd runtime drawn by two SceneRenderers (compute skinning
     once per frame then plain draws; vertex-shader skinning in each pass), frames interleaved A, B, A, B in one
     window, every instance changing weights and pose every frame, culling off (every instance drawn). GPU ms per
@@ -524,7 +524,10 @@ def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3, lod="off", *, size: tupl
     maxStorageBufferRange gets the vertex path only (the row says so). ``lod``: ``SceneRenderer(lod=)`` ("off",
     "on", a forced level); each row reports the triangles each pass drew and the LOD histogram per pass.
     ``size``: the target's pixels; ``spacing``: the grid's pitch as a multiple of crowd_driver's (the camera frames
-    the grid either way): both change how many pixels each instance covers, not the vertex work."""
+    the grid either way): both change how many pixels each instance covers, not the vertex work. ``again``: how
+    often each measured frame's passes are resubmitted at once (nothing changed); the "back to back" times are
+    the median of the last half of those (after a long CPU update an idle GPU lowers its clocks; many
+    resubmissions bring them back up, as an application that draws every frame keeps them)."""
     from .. import load_scene
     from .bench_data import find_model
 
@@ -536,13 +539,14 @@ def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3, lod="off", *, size: tupl
     out = []
     for N in counts:
         try:
-            out.append(_pass_row(ctx, scene, clip, N, frames, lod, size=size, spacing=spacing))
+            out.append(_pass_row(ctx, scene, clip, N, frames, lod, size=size, spacing=spacing, again=again))
         except UsageError as exc:   # too large for this device in one runtime
             out.append({"instances": N, "lod": str(lod), "skipped": str(exc)})
     return out
 
 
-def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off", *, size=PASS_SIZE, spacing: float = 1.0) -> dict:
+def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off", *, size=PASS_SIZE, spacing: float = 1.0,
+              again: int = 1) -> dict:
     from ..render.crowd_render import RENDER_PASSES
     from ..render.morph_pass import MorphRuntime
     from ..render.offscreen import OffscreenRenderer
@@ -552,7 +556,8 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off", *, size=PASS_SIZ
     w, h = size
     rt = MorphRuntime(ctx, scene, instances=N)
     offs: dict[str, OffscreenRenderer] = {}
-    row: dict = {"instances": N, "frames": frames, "lod": str(lod), "size": [w, h], "spacing": spacing}
+    row: dict = {"instances": N, "frames": frames, "lod": str(lod), "size": [w, h], "spacing": spacing,
+                 "again": again}
     try:
         for p in ("compute", "vertex"):
             try:
@@ -596,12 +601,17 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off", *, size=PASS_SIZ
                     # The same frame again at once, nothing changed (no morph, no skinning dispatch): the passes
                     # with the GPU still busy from the frame before. After a long CPU update (Python animation at
                     # large N) an idle GPU may have lowered its clocks, so the first frame's passes can read slow.
-                    o.renderer.update(0, w / h, w, h)
-                    ctx.submit_and_wait(lambda cb, o=o: o.renderer.record(cb, 0, o.targets.framebuffers[0], w, h),
-                                        timeout_s=1800.0)
-                    again = o.renderer.pass_ms(0)
+                    # ``again`` resubmissions: the last ones are the passes on a GPU kept busy (its clocks up),
+                    # as in an application drawing every frame; the median of the last half is the steady time.
+                    runs = []
+                    for _ in range(again):
+                        o.renderer.update(0, w / h, w, h)
+                        ctx.submit_and_wait(lambda cb, o=o: o.renderer.record(cb, 0, o.targets.framebuffers[0], w,
+                                                                              h), timeout_s=1800.0)
+                        runs.append(o.renderer.pass_ms(0))
                     for k in ("shadow", "forward"):
-                        samples.setdefault(f"{p}_{k}_steady_ms", []).append(again.get(k, 0.0))
+                        tail = [r.get(k, 0.0) for r in runs[len(runs) // 2:]]
+                        samples.setdefault(f"{p}_{k}_steady_ms", []).append(float(np.median(tail)))
         for k, v in samples.items():
             row[k] = float(np.median(v))
         if "compute_morph_ms" in row and "vertex_morph_ms" in row:
@@ -622,6 +632,93 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off", *, size=PASS_SIZ
             o.destroy()
         rt.destroy()
         ctx.wait_idle()
+
+
+def sustained_rows(ctx, counts=(10000,), frames: int = 60, lod="on", paths=("compute", "vertex"),
+                   size: tuple[int, int] = PASS_SIZE) -> list[dict]:
+    """The crowd as an application runs it: frames back to back, each posing every instance on the GPU
+    (``animation="gpu"``, its own clip phase and speed), setting every instance's weights on the host, updating,
+    recording and drawing the shadow and forward passes, then waiting for it (one slot: no CPU/GPU overlap, so
+    the wall time per frame is an upper bound). Per path: frames per second from the median wall time per frame,
+    the host's CPU per frame, GPU ms per pass (timestamps, median; "skin" includes the animation pass, recorded
+    between the morph and skin marks); the first ``frames // 4`` frames are
+    dropped (build-time uploads, the GPU's clocks coming up from idle). The grid and camera as ``pass_rows``."""
+    from .. import load_scene
+    from ..render.offscreen import OffscreenRenderer
+    from .bench_data import find_model
+    from .crowd_driver import grid_transforms
+
+    path = find_model(MODEL)
+    if path is None:
+        return []
+    scene = load_scene(str(path))
+    w, h = size
+    out = []
+    for N in counts:
+        for p in paths:
+            row: dict = {"instances": N, "lod": str(lod), "path": p, "frames": frames, "size": [w, h]}
+            try:
+                o = OffscreenRenderer(ctx, scene, w, h, samples=1, shadow_size=512, instances=N, skinning=p,
+                                      cull=False, pass_timing=True, ground=False, lod=lod, animation="gpu")
+            except UsageError as exc:
+                out.append({**row, "skipped": str(exc)})
+                continue
+            try:
+                r = o.renderer
+                rt, anim = r.runtime, r.animation
+                lo, hi = r.scene_bounds()
+                rt.crowd.set_transforms(grid_transforms(N, float(max(hi[0] - lo[0], hi[2] - lo[2]))))
+                r.frame_camera()
+                rng = np.random.default_rng(N)
+                nclips = len(anim.clips)
+                for ci in range(nclips):
+                    rows = np.arange(ci, N, nclips)
+                    anim.play(ci, phase=rng.random(len(rows)) * 3.0, speed=0.8 + 0.4 * rng.random(len(rows)),
+                              rows=rows)
+                base_w = rng.random(rt.crowd.weights.shape)
+                wlo, whi = rt.pose.weight_range
+                samples: dict[str, list[float]] = {}
+                for f in range(frames):
+                    c0, w0 = time.thread_time(), time.perf_counter()
+                    clock = f / 30.0
+                    r.animation_time = clock
+                    rt.crowd.set_all_weights(wlo + (whi - wlo) * base_w * (0.5 + 0.5 * np.sin(9.0 * clock
+                                                                                          + 6.0 * base_w)))
+                    r.update(0, w / h, w, h)
+                    ctx.submit_and_wait(lambda cb, r=r, fb=o.targets.framebuffers[0]: r.record(cb, 0, fb, w, h),
+                                        timeout_s=600.0)
+                    cpu, wall = 1e3 * (time.thread_time() - c0), 1e3 * (time.perf_counter() - w0)
+                    if f >= frames // 4:
+                        samples.setdefault("frame_cpu_ms", []).append(cpu)
+                        samples.setdefault("frame_wall_ms", []).append(wall)
+                        for k, v in r.pass_ms(0).items():
+                            samples.setdefault(f"{k}_ms", []).append(v)
+                for k, v in samples.items():
+                    row[k] = float(np.median(v))
+                    row[k + "_max"] = float(np.max(v))
+                row["fps"] = 1e3 / row["frame_wall_ms"]
+                row["gpu_ms"] = sum(row.get(f"{k}_ms", 0.0) for k in ("morph", "skin", "shadow", "forward"))
+                cf = r.crowd_frame
+                row["triangles"] = {k: cf.pass_triangles[k] for k in ("shadow", "forward")}
+                row["lod_levels"] = {k: cf.level_counts(k) for k in ("shadow", "forward")}
+                out.append(row)
+            finally:
+                ctx.wait_idle()
+                o.destroy()
+                ctx.wait_idle()
+    return out
+
+
+def sustained_line(r: dict) -> str:
+    head = f"sustained {r['instances']:>6,} lod {r['lod']} {r['path']:>7}"
+    if "skipped" in r:
+        return f"{head}: skipped ({r['skipped']})"
+    names = {"skin": "anim+skin"}      # the skin mark follows the GPU animation pass too (renderer.record)
+    passes = ", ".join(f"{names.get(k, k)} {r[k + '_ms']:.2f}" for k in ("morph", "skin", "shadow", "forward")
+                       if k + "_ms" in r)
+    return (f"{head}: {r['fps']:.1f} fps (frame {r['frame_wall_ms']:.1f} ms wall, max {r['frame_wall_ms_max']:.1f}; "
+            f"{r['frame_cpu_ms']:.1f} ms CPU), GPU {r['gpu_ms']:.2f} ms ({passes}), "
+            f"triangles shadow {r['triangles']['shadow']:,} forward {r['triangles']['forward']:,}")
 
 
 def _time_model(row: dict, N: int, skinned, stride: int) -> None:
@@ -692,7 +789,8 @@ def pass_markdown(rows: list[dict]) -> list[str]:
            "level_counts; time model: render/skin_cost.pass_model calibrated on the row's compute path (skinning "
            "dispatch -> bandwidth, shadow + forward -> ns per drawn vertex and pass), its vertex / compute in "
            "brackets; back to back: the shadow and forward passes of the same frame submitted again at once, "
-           "nothing changed, the GPU still busy):", "",
+           f"nothing changed, {rows[0].get('again', 1)} times, the median of the last half: the GPU kept busy):",
+           "",
            "| instances | lod | path | morph ms | skinning ms | shadow ms | forward ms | skin+shadow+forward ms | "
            "frame CPU ms (wall) | vertex / compute measured (time model predicts) | "
            "model picks (bytes per vertex: compute, vertex; time model) | "
@@ -752,6 +850,12 @@ def main(argv=None) -> int:
                     help="with --passes: the target, WxH (default 320x240)")
     ap.add_argument("--spacing", type=float, default=1.0,
                     help="with --passes: the grid's pitch as a multiple of the default (the camera frames it)")
+    ap.add_argument("--sustained", type=int, metavar="FRAMES",
+                    help="only frames back to back with GPU animation (sustained_rows), this many per path and "
+                         "count; --counts, --lod (one), --size apply")
+    ap.add_argument("--again", type=int, default=1,
+                    help="with --passes: resubmissions of each measured frame's passes; back to back = the median "
+                         "of the last half (default 1)")
     ap.add_argument("--note", help="a line for the markdown (e.g. the host's load)")
     args = ap.parse_args(argv)
     ctx = Context.create(echo_messages=True)
@@ -759,19 +863,27 @@ def main(argv=None) -> int:
         timer = WindowTimer(ctx)
         report = {"device": ctx.info.name, "driver": driver_string(ctx), "date": time.strftime("%Y-%m-%d %H:%M"),
                   "crowd": []}
+        if args.sustained:
+            size = _size_option(ap, args.size)
+            counts = [int(x) for x in args.counts.split(",")] if args.counts else [10000]
+            report["sustained"] = []
+            for N in counts:
+                for row in sustained_rows(ctx, (N,), args.sustained, lod_option(args.lod), size=size):
+                    report["sustained"].append(row)
+                    print(sustained_line(row), flush=True)
+                    _write(report, args)
+            timer.destroy()
+            return 0
         if args.passes:
             report["passes"] = []
             counts = [int(x) for x in args.counts.split(",")] if args.counts else (
                 PASS_COUNTS_QUICK if args.quick else PASS_COUNTS)
             lods = [lod_option(x) for x in args.lod.split(",")]
-            try:
-                size = tuple(int(v) for v in args.size.lower().split("x"))
-                assert len(size) == 2 and min(size) > 0
-            except (ValueError, AssertionError):
-                ap.error(f"--size {args.size!r}: expected WxH in pixels, e.g. 320x240")
+            size = _size_option(ap, args.size)
             for N in counts:
                 for lod in lods:
-                    report["passes"] += pass_rows(ctx, (N,), lod=lod, size=size, spacing=args.spacing)
+                    report["passes"] += pass_rows(ctx, (N,), lod=lod, size=size, spacing=args.spacing,
+                                                  again=max(1, args.again))
                     print(pass_line(report["passes"][-1]), flush=True)
                     _write(report, args)      # after every row: a later size that crashes the driver keeps these
         report["gpu_anim"] = []
@@ -809,6 +921,16 @@ def main(argv=None) -> int:
         ctx.destroy()
     _write(report, args)
     return 0
+
+
+def _size_option(ap, text: str) -> tuple[int, int]:
+    try:
+        size = tuple(int(v) for v in text.lower().split("x"))
+        if len(size) == 2 and min(size) > 0:
+            return size
+    except ValueError:
+        pass
+    ap.error(f"--size {text!r}: expected WxH in pixels, e.g. 320x240")
 
 
 def _write(report: dict, args) -> None:
