@@ -6,7 +6,8 @@
 # embed (tools/embed_example.py on every test model), render (a headless `vkmorph render` of every test model,
 # compared with lavapipe's renders of the same commit in .rendref/, made beforehand by the loop in bench/render_compare.py's docstring),
 # extra (bench/h200_extra.py: bake, k-of-N changed, draws CPU), crowd (vkmorph.app.crowd_bench --quick),
-# crowd-full (N up to 10,000), crowd-passes (both skinning paths per pass; heads), suite-par (the suite over 8 pytest-xdist workers).
+# crowd-full (N up to 10,000), crowd-passes (both skinning paths per pass; heads), sustained (frames back to
+# back with GPU animation: SUST_COUNTS, SUST_LOD, SUST_FRAMES), suite-par (the suite over 8 pytest-xdist workers).
 #   bash bench/h200_session.sh 2026-12-01-h200 bench-a bench-b      # one device call
 #   bash bench/h200_session.sh 2026-12-01-h200 suite embed render   # another
 set -u
@@ -20,6 +21,10 @@ export LD_LIBRARY_PATH=/tmp/x/usr/lib/x86_64-linux-gnu PATH=/tmp/x/usr/bin:$PATH
        VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 VKMORPH_ASSETS=$PWD/tests/assets PYTHONWARNINGS=ignore::SyntaxWarning
+# CLOCKS=1: sample the SM clock every 25 ms for the whole call (nvidia-smi polling itself keeps the GPU out of
+# its deepest idle states: a run with it is not the same experiment as one without; say which in the file)
+[ "${CLOCKS:-0}" = 1 ] && { nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu,power.draw --format=csv \
+  -lms 25 >"$OUT/$tag-clocks.csv" 2>&1 & }
 models=$(find tests/assets -name '*.gltf' -o -name '*.glb' -o -name '*.fbx' | sort)
 for phase in "$@"; do
   echo "== $phase $(date -u +%H:%M:%S)"
@@ -43,6 +48,11 @@ for phase in "$@"; do
       timeout ${CROWD_S:-300} python3 -m vkmorph.app.crowd_bench --json "$OUT/$tag-crowd.json" \
         --markdown "$OUT/$tag-crowd.md" >"$OUT/$tag-crowd.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-crowd.txt" ;;
+    sustained)      # frames back to back with GPU animation, as an application runs the crowd: fps, GPU ms per pass
+      timeout ${SUST_S:-300} python3 -m vkmorph.app.crowd_bench --sustained ${SUST_FRAMES:-120} \
+        --counts ${SUST_COUNTS:-1000,10000} --lod ${SUST_LOD:-on} --json "$OUT/$tag-sustained.json" \
+        >"$OUT/$tag-sustained.txt" 2>&1
+      echo "rc=$?"; cat "$OUT/$tag-sustained.txt" ;;
     crowd-passes)   # GPU ms per pass of both skinning paths, N = 1 ... 10,000, and Dawn-like heads as a crowd
       timeout ${PASSES_S:-200} python3 -m vkmorph.app.crowd_bench --passes --counts ${PASSES_COUNTS:-1,100,1000,10000} ${PASSES_ARGS:-} \
         --json "$OUT/$tag-crowd-passes.json" --markdown "$OUT/$tag-crowd-passes.md" >"$OUT/$tag-crowd-passes.txt" 2>&1
@@ -74,4 +84,5 @@ for phase in "$@"; do
   esac
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/$tag-gpu.txt" 2>&1
+[ "${CLOCKS:-0}" = 1 ] && pkill -f "nvidia-smi --query-gpu=timestamp"
 echo "== done $(date -u +%H:%M:%S)"
