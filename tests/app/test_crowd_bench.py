@@ -70,3 +70,23 @@ def test_pass_rows_with_lod_report_triangles_and_levels_per_pass(ctx, monkeypatc
     assert B.lod_option("on") == "on" and B.lod_option("2") == 2
     with pytest.raises(UsageError, match="--lod"):
         B.lod_option("fast")
+
+
+def test_sustained_rows_and_again(ctx, monkeypatch):
+    """``crowd_bench --sustained``: frames back to back with GPU animation on both paths; the triangles each pass
+    drew are the file's own (3,237 per RobotExpressive at full detail); ``--again``: the passes resubmitted, the
+    steady times present and recorded in the row."""
+    from vkmorph.app import crowd_bench as B
+
+    monkeypatch.setenv("VKMORPH_ASSETS", str(asset("RobotExpressive", "RobotExpressive.glb").parents[1]))
+    rows = B.sustained_rows(ctx, (2,), frames=4, lod="off")
+    assert [r["path"] for r in rows] == ["compute", "vertex"]
+    for r in rows:
+        assert r["triangles"] == {"shadow": 2 * 3237, "forward": 2 * 3237}
+        assert r["fps"] > 0 and r["frame_wall_ms"] >= r["gpu_ms"] > 0
+        assert all(np.isfinite(r[f"{k}_ms"]) for k in ("morph", "skin", "shadow", "forward"))
+        line = B.sustained_line(r)
+        assert line.startswith("sustained      2 lod off") and "fps" in line and "anim+skin" in line
+    row = B.pass_rows(ctx, (2,), frames=1, lod=3, again=3)[0]
+    assert row["again"] == 3 and row["compute_shadow_steady_ms"] > 0 and row["vertex_forward_steady_ms"] > 0
+    assert "3 times, the median of the last half" in "\n".join(B.pass_markdown([row]))
