@@ -50,7 +50,7 @@ for phase in "$@"; do
       echo "rc=$?"; cat "$OUT/$tag-crowd.txt" ;;
     sustained)      # frames back to back with GPU animation, as an application runs the crowd: fps, GPU ms per pass
       timeout ${SUST_S:-300} python3 -m vkmorph.app.crowd_bench --sustained ${SUST_FRAMES:-120} \
-        --counts ${SUST_COUNTS:-1000,10000} --lod ${SUST_LOD:-on} --json "$OUT/$tag-sustained.json" \
+        --counts ${SUST_COUNTS:-1000,10000} --lod ${SUST_LOD:-on} ${SUST_ARGS:-} --json "$OUT/$tag-sustained.json" \
         >"$OUT/$tag-sustained.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-sustained.txt" ;;
     crowd-passes)   # GPU ms per pass of both skinning paths, N = 1 ... 10,000, and Dawn-like heads as a crowd

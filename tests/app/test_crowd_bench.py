@@ -79,14 +79,19 @@ def test_sustained_rows_and_again(ctx, monkeypatch):
     from vkmorph.app import crowd_bench as B
 
     monkeypatch.setenv("VKMORPH_ASSETS", str(asset("RobotExpressive", "RobotExpressive.glb").parents[1]))
-    rows = B.sustained_rows(ctx, (2,), frames=4, lod="off")
-    assert [r["path"] for r in rows] == ["compute", "vertex"]
-    for r in rows:
+    rows = B.sustained_rows(ctx, (2,), frames=4, lod="off") + B.sustained_rows(ctx, (2,), frames=5, lod=3,
+                                                                            paths=("compute",), in_flight=2)
+    assert [(r["path"], r["in_flight"]) for r in rows] == [("compute", 1), ("vertex", 1), ("compute", 2)]
+    for r in rows[:2]:
         assert r["triangles"] == {"shadow": 2 * 3237, "forward": 2 * 3237}
         assert r["fps"] > 0 and r["frame_wall_ms"] >= r["gpu_ms"] > 0
         assert all(np.isfinite(r[f"{k}_ms"]) for k in ("morph", "skin", "shadow", "forward"))
         line = B.sustained_line(r)
         assert line.startswith("sustained      2 lod off") and "fps" in line and "anim+skin" in line
+    two = rows[2]        # two frames in flight, the coarsest level: the file's level-3 triangles, every frame timed
+    assert two["lod_levels"]["forward"] == [0, 0, 0, 2] and 0 < two["triangles"]["forward"] < 0.15 * 2 * 3237
+    assert two["fps"] > 0 and all(np.isfinite(two[f"{k}_ms"]) for k in ("morph", "skin", "shadow", "forward"))
+    assert "(2 in flight)" in B.sustained_line(two)
     row = B.pass_rows(ctx, (2,), frames=1, lod=3, again=3)[0]
     assert row["again"] == 3 and row["compute_shadow_steady_ms"] > 0 and row["vertex_forward_steady_ms"] > 0
     assert "3 times, the median of the last half" in "\n".join(B.pass_markdown([row]))

@@ -635,15 +635,19 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off", *, size=PASS_SIZ
 
 
 def sustained_rows(ctx, counts=(10000,), frames: int = 60, lod="on", paths=("compute", "vertex"),
-                   size: tuple[int, int] = PASS_SIZE) -> list[dict]:
+                   size: tuple[int, int] = PASS_SIZE, in_flight: int = 1) -> list[dict]:
     """The crowd as an application runs it: frames back to back, each posing every instance on the GPU
     (``animation="gpu"``, its own clip phase and speed), setting every instance's weights on the host, updating,
-    recording and drawing the shadow and forward passes, then waiting for it (one slot: no CPU/GPU overlap, so
-    the wall time per frame is an upper bound). Per path: frames per second from the median wall time per frame,
-    the host's CPU per frame, GPU ms per pass (timestamps, median; "skin" includes the animation pass, recorded
-    between the morph and skin marks); the first ``frames // 4`` frames are
-    dropped (build-time uploads, the GPU's clocks coming up from idle). The grid and camera as ``pass_rows``."""
+    recording and drawing the shadow and forward passes. ``in_flight`` 1: each frame is waited for before the next
+    (no CPU/GPU overlap, so the wall time per frame is an upper bound); 2: two frame slots (the renderer's
+    ``frames_in_flight``, a fence and command buffer each), the host preparing frame f+1 while the GPU draws
+    frame f. Per path: frames per second from the loop's wall time over the measured frames, the host's part of
+    a frame (setters, update, record, submit; with one in flight the wait too) as wall and thread CPU time
+    (medians), GPU ms per pass (timestamps, median; "skin" includes the animation pass, recorded between the morph
+    and skin marks); the first ``frames // 4`` frames are dropped (build-time uploads, the GPU's clocks coming up
+    from idle). The grid and camera as ``pass_rows``."""
     from .. import load_scene
+    from ..gpu.vk import call, vk
     from ..render.offscreen import OffscreenRenderer
     from .bench_data import find_model
     from .crowd_driver import grid_transforms
@@ -656,13 +660,16 @@ def sustained_rows(ctx, counts=(10000,), frames: int = 60, lod="on", paths=("com
     out = []
     for N in counts:
         for p in paths:
-            row: dict = {"instances": N, "lod": str(lod), "path": p, "frames": frames, "size": [w, h]}
+            row: dict = {"instances": N, "lod": str(lod), "path": p, "frames": frames, "size": [w, h],
+                         "in_flight": in_flight}
             try:
                 o = OffscreenRenderer(ctx, scene, w, h, samples=1, shadow_size=512, instances=N, skinning=p,
-                                      cull=False, pass_timing=True, ground=False, lod=lod, animation="gpu")
+                                      cull=False, pass_timing=True, ground=False, lod=lod, animation="gpu",
+                                      frames_in_flight=in_flight)
             except UsageError as exc:
                 out.append({**row, "skipped": str(exc)})
                 continue
+            fences, cbs = [], [None] * in_flight
             try:
                 r = o.renderer
                 rt, anim = r.runtime, r.animation
@@ -677,26 +684,52 @@ def sustained_rows(ctx, counts=(10000,), frames: int = 60, lod="on", paths=("com
                               rows=rows)
                 base_w = rng.random(rt.crowd.weights.shape)
                 wlo, whi = rt.pose.weight_range
+                fences = [call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None) for _ in range(in_flight)]
+                fb = o.targets.framebuffers[0]     # one target: the forward pass orders the frames' writes to it
                 samples: dict[str, list[float]] = {}
-                for f in range(frames):
+                first = frames // 4
+                t_first = c_first = 0.0
+                for f in range(frames + in_flight - 1):
+                    slot = f % in_flight
+                    if cbs[slot] is not None:      # the frame that last used this slot
+                        ctx.wait_fence(fences[slot])
+                        ctx.free_command_buffer(cbs[slot])
+                        cbs[slot] = None
+                        if f - in_flight >= first:
+                            for k, v in r.pass_ms(slot).items():
+                                samples.setdefault(f"{k}_ms", []).append(v)
+                    if f == first:
+                        t_first, c_first = time.perf_counter(), time.thread_time()
+                    if f >= frames:
+                        continue                   # only the last frames' waits
                     c0, w0 = time.thread_time(), time.perf_counter()
                     clock = f / 30.0
                     r.animation_time = clock
                     rt.crowd.set_all_weights(wlo + (whi - wlo) * base_w * (0.5 + 0.5 * np.sin(9.0 * clock
                                                                                           + 6.0 * base_w)))
-                    r.update(0, w / h, w, h)
-                    ctx.submit_and_wait(lambda cb, r=r, fb=o.targets.framebuffers[0]: r.record(cb, 0, fb, w, h),
-                                        timeout_s=600.0)
-                    cpu, wall = 1e3 * (time.thread_time() - c0), 1e3 * (time.perf_counter() - w0)
-                    if f >= frames // 4:
-                        samples.setdefault("frame_cpu_ms", []).append(cpu)
-                        samples.setdefault("frame_wall_ms", []).append(wall)
-                        for k, v in r.pass_ms(0).items():
-                            samples.setdefault(f"{k}_ms", []).append(v)
+                    r.update(slot, w / h, w, h)
+                    cb = cbs[slot] = ctx.allocate_command_buffer()
+                    ctx.begin(cb)
+                    r.record(cb, slot, fb, w, h)
+                    ctx.end(cb)
+                    ctx.submit([cb], fence=fences[slot])
+                    if in_flight == 1:             # waited for at once: this frame's own wall time
+                        ctx.wait_fence(fences[slot])
+                        ctx.free_command_buffer(cb)
+                        cbs[slot] = None
+                        if f >= first:
+                            for k, v in r.pass_ms(slot).items():
+                                samples.setdefault(f"{k}_ms", []).append(v)
+                    if f >= first:
+                        samples.setdefault("frame_cpu_ms", []).append(1e3 * (time.thread_time() - c0))
+                        samples.setdefault("frame_wall_ms", []).append(1e3 * (time.perf_counter() - w0))
+                measured = frames - first
+                row["loop_wall_ms"] = 1e3 * (time.perf_counter() - t_first) / measured
+                row["loop_cpu_ms"] = 1e3 * (time.thread_time() - c_first) / measured
                 for k, v in samples.items():
                     row[k] = float(np.median(v))
                     row[k + "_max"] = float(np.max(v))
-                row["fps"] = 1e3 / row["frame_wall_ms"]
+                row["fps"] = 1e3 / row["loop_wall_ms"]
                 row["gpu_ms"] = sum(row.get(f"{k}_ms", 0.0) for k in ("morph", "skin", "shadow", "forward"))
                 cf = r.crowd_frame
                 row["triangles"] = {k: cf.pass_triangles[k] for k in ("shadow", "forward")}
@@ -704,20 +737,26 @@ def sustained_rows(ctx, counts=(10000,), frames: int = 60, lod="on", paths=("com
                 out.append(row)
             finally:
                 ctx.wait_idle()
+                for cb in cbs:
+                    if cb is not None:
+                        ctx.free_command_buffer(cb)
+                for fnc in fences:
+                    vk.vkDestroyFence(ctx.device, fnc, None)
                 o.destroy()
                 ctx.wait_idle()
     return out
 
 
 def sustained_line(r: dict) -> str:
-    head = f"sustained {r['instances']:>6,} lod {r['lod']} {r['path']:>7}"
+    head = f"sustained {r['instances']:>6,} lod {r['lod']} {r['path']:>7} ({r.get('in_flight', 1)} in flight)"
     if "skipped" in r:
         return f"{head}: skipped ({r['skipped']})"
     names = {"skin": "anim+skin"}      # the skin mark follows the GPU animation pass too (renderer.record)
     passes = ", ".join(f"{names.get(k, k)} {r[k + '_ms']:.2f}" for k in ("morph", "skin", "shadow", "forward")
                        if k + "_ms" in r)
-    return (f"{head}: {r['fps']:.1f} fps (frame {r['frame_wall_ms']:.1f} ms wall, max {r['frame_wall_ms_max']:.1f}; "
-            f"{r['frame_cpu_ms']:.1f} ms CPU), GPU {r['gpu_ms']:.2f} ms ({passes}), "
+    return (f"{head}: {r['fps']:.1f} fps ({r['loop_wall_ms']:.1f} ms a frame over the loop; host's part "
+            f"{r['frame_wall_ms']:.1f} ms wall, max {r['frame_wall_ms_max']:.1f}, {r['frame_cpu_ms']:.1f} ms CPU), "
+            f"GPU {r['gpu_ms']:.2f} ms ({passes}), "
             f"triangles shadow {r['triangles']['shadow']:,} forward {r['triangles']['forward']:,}")
 
 
@@ -853,6 +892,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sustained", type=int, metavar="FRAMES",
                     help="only frames back to back with GPU animation (sustained_rows), this many per path and "
                          "count; --counts, --lod (one), --size apply")
+    ap.add_argument("--in-flight", type=int, default=1, choices=(1, 2),
+                    help="with --sustained: frames in flight (1: each frame waited for; 2: host and GPU overlap)")
     ap.add_argument("--again", type=int, default=1,
                     help="with --passes: resubmissions of each measured frame's passes; back to back = the median "
                          "of the last half (default 1)")
@@ -868,7 +909,8 @@ def main(argv=None) -> int:
             counts = [int(x) for x in args.counts.split(",")] if args.counts else [10000]
             report["sustained"] = []
             for N in counts:
-                for row in sustained_rows(ctx, (N,), args.sustained, lod_option(args.lod), size=size):
+                for row in sustained_rows(ctx, (N,), args.sustained, lod_option(args.lod), size=size,
+                                          in_flight=args.in_flight):
                     report["sustained"].append(row)
                     print(sustained_line(row), flush=True)
                     _write(report, args)
