@@ -43,7 +43,7 @@ Rounds run every configuration once, in one submission, order rotated per round;
 under the Khronos validation layer (synchronization validation on) records, runs and checks every variant once
 at a small N; its message count is printed and must be 0. The closing paragraph is computed from the numbers.
 
-    python3 bench/raster_probe.py [--counts 1000,2000,4000,7000,10000] [--repeats 7] [--budget-s 90]
+    python3 bench/raster_probe.py [--counts 1000,2000,4000,7000,10000] [--repeats 7] [--budget-s 60]
                                   [--variants NAME,...] [--chunk K] [--json F] [--out F.txt]
     python3 bench/raster_probe.py --quick          # lavapipe: N in {10, 40}, 3 repeats
 
@@ -883,7 +883,8 @@ def findings(rows: list[dict]) -> str:
     out = [f"What this shows (computed from the rows; growth = time ratio N={n1:,} / N={n0:,} over the instance "
            f"ratio {n1 / n0:g}, shadow + forward; above {GROWTH_SUPERLINEAR} superlinear, at most {GROWTH_LINEAR} "
            f"about linear): the base variant ({BASE.name}: the crowd's coarsest level as it draws it) grows "
-           f"{g0:.2f}x ({kind(g0)}), {lo0:.2f} -> {hi0:.2f} ns per triangle."]
+           f"{g0:.2f}x ({kind(g0)}; shadow {growth(rows, BASE.name, 'shadow')[0]:.2f}x, forward "
+           f"{growth(rows, BASE.name, 'forward')[0]:.2f}x), {lo0:.2f} -> {hi0:.2f} ns per triangle."]
     curve = sorted((r["instances"], (r["shadow_ms"] + r["forward_ms"]) * 1e6 / r["triangles"]) for r in rows
                    if r.get("variant") == BASE.name and "skipped" not in r)
     out.append("Its ns per triangle (shadow + forward) by N: " + ", ".join(f"{n:,}: {x:.2f}" for n, x in curve) + ".")
@@ -908,6 +909,16 @@ def findings(rows: list[dict]) -> str:
         if faster:
             out.append(f"At N={n1:,}, the same triangles drawn other ways take, relative to the base's "
                        f"{bt:.2f} ms: " + ", ".join(f"{n} {x:.2f}x" for x, n in faster) + ".")
+        merged = at_max.get(Variant(BASE.level, "merged", BASE.vin, BASE.index, BASE.coverage).name)
+        if merged is not None and merged["shadow_ms"] + merged["forward_ms"] > 0:
+            ratio = bt / (merged["shadow_ms"] + merged["forward_ms"])
+            dr = base_max["instance_draws"] / max(merged["instance_draws"], 1)
+            follows = ("the instance-draws (a fixed cost per instance of each draw)" if ratio >= 0.5 * dr else
+                       "the triangles, not the draws" if ratio <= 1.25 else "neither alone")
+            out.append(f"At N={n1:,} the {base_max['draws']} draws per pass cost {ratio:.2f}x the single merged draw "
+                       f"for {dr:g}x the instance-draws ({base_max['shadow_ns_per_instance_draw']:.0f} vs "
+                       f"{merged['shadow_ns_per_instance_draw']:.0f} ns per instance-draw in the shadow pass): the "
+                       f"time follows {follows}.")
         off = at_max.get(Variant(BASE.level, BASE.structure, BASE.vin, BASE.index, "offscreen").name)
         if off is not None and bt > 0:
             share = (off["shadow_ms"] + off["forward_ms"]) / bt
@@ -955,7 +966,7 @@ def main():
                     help="instance counts, comma-separated (default 1000,2000,4000,7000,10000)")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--budget-s", type=float, default=90.0,
+    ap.add_argument("--budget-s", type=float, default=60.0,
                     help="seconds of timed rounds at most: fewer repeats (at least 3) when a round is slow; 0: off")
     ap.add_argument("--quick", action="store_true", help=f"N in {COUNTS_QUICK}, 3 repeats (lavapipe)")
     ap.add_argument("--variants", help="comma-separated variant names (default: all)")

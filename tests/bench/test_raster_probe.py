@@ -69,23 +69,27 @@ def test_quick_run_json(tmp_path, monkeypatch):
 
 
 def _row(variant, N, ms, triangles=322):
+    draws = {"split": 19, "material": 3, "merged": 1}[variant.structure]
     return {"variant": variant.name, **variant.__dict__, "instances": N, "triangles": triangles * N,
-            "shadow_ms": ms / 2, "forward_ms": ms / 2}
+            "shadow_ms": ms / 2, "forward_ms": ms / 2, "draws": draws, "instance_draws": draws * N,
+            "shadow_ns_per_instance_draw": ms / 2 * 1e6 / (draws * N)}
 
 
 def test_findings_follow_the_numbers():
     base, merged, off = P.BASE, P.VARIANTS[2], P.VARIANTS[7]
     assert merged.structure == "merged" and off.coverage == "offscreen"
     rows = [_row(base, 1000, 1.0), _row(base, 10000, 50.0),        # 5x the time per instance: superlinear
-            _row(merged, 1000, 0.5), _row(merged, 10000, 5.5),     # 1.1x: linear
+            _row(merged, 1000, 0.5), _row(merged, 10000, 2.5),     # 0.5x: sublinear
             _row(off, 1000, 0.9), _row(off, 10000, 45.0)]
     g = P.growth(rows, base.name)
     assert g[0] == pytest.approx(5.0) and g[3:] == (1000, 10000)
     text = P.findings(rows)
-    assert f"grows {5.0:.2f}x (superlinear)" in text
-    assert f"remove the superlinearity: {merged.name} (1.10x" in text
+    assert "grows 5.00x (superlinear; shadow 5.00x, forward 5.00x)" in text
+    assert f"remove the superlinearity: {merged.name} (0.50x" in text
     assert f"keep it: {off.name} (5.00x)" in text
     assert "before rasterization" in text             # off screen costs 0.9x the base at N max
+    assert "cost 20.00x the single merged draw for 19x the instance-draws" in text
+    assert "follows the instance-draws" in text
     rows[1]["shadow_ms"] = rows[1]["forward_ms"] = 5.0    # now the base is linear too
     text = P.findings(rows)
     assert "not superlinear" in text and "remove the superlinearity" not in text
