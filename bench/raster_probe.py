@@ -29,9 +29,9 @@ Variants (one factor changed at a time from the first, the crowd's vertex path a
   used, spread over the range) or ``compact`` (the level's vertices only, re-indexed 0..k-1 in first-use order);
 * screen coverage: ``grid`` (crowd_driver's grid, the camera and the light framing it, 320x240), ``grid-hi``
   (the same at 1280x960: 16x the pixels per instance; the shadow pass is the same as ``grid``'s, a control),
-  ``stacked`` (all N instances jittered within two grid pitches of the grid's centre, the same camera: the same
-  pixels per instance, all of them on a few screen tiles), ``offscreen`` (the grid moved out of both views:
-  the vertex work without any rasterization);
+  ``stacked`` (all N instances jittered over a square two grid pitches wide at the grid's centre, the same
+  camera: the same pixels per instance, all of them on a few screen tiles), ``offscreen`` (the grid moved out of
+  both views: the vertex work without any rasterization);
 * instances per draw: ``chunked`` (each instanced draw split into draws of --chunk instances through
   firstInstance; default the smallest count, so that count's row is the base's own).
 
@@ -47,8 +47,9 @@ at a small N; its message count is printed and must be 0. The closing paragraph 
                                   [--variants NAME,...] [--chunk K] [--json F] [--out F.txt]
     python3 bench/raster_probe.py --quick          # lavapipe: N in {10, 40}, 3 repeats
 
---budget-s bounds the timed rounds: after the warm-up round the repeats are cut (to no fewer than 3) so that
-they fit it, which keeps the whole probe within a few minutes on any GPU (the cut is printed).
+--budget-s bounds the timed rounds: after the warm-up round the repeats are cut (to no fewer than 3, or 2 when a
+round takes over a third of the budget) so that they fit it, which keeps the whole probe within a few minutes on
+any GPU (the cut is printed).
 """
 from __future__ import annotations
 
@@ -397,13 +398,12 @@ class Probe:
                 self.pipelines[(kind, shadow)] = self._pipeline(kind, shadow)
         # ---- transforms: per (N, coverage) a region [camera, light, N instance matrices]
         lo, hi = rest_bounds(prims)
-        mats, self.xf_base, self.instance_mats = [], {}, {}
+        mats, self.xf_base = [], {}
         at = 0
         for N in self.counts:
             for cov in sorted(set("grid" if v.coverage == "grid-hi" else v.coverage for v in variants)):
                 m, cam, light = placements(N, cov, lo, hi)
                 self.xf_base[(N, cov)] = at
-                self.instance_mats[(N, cov)] = m
                 mats += [cam[None], light[None], m]
                 at += 2 + N
         xf = np.concatenate(mats).astype(np.float32).transpose(0, 2, 1)     # std430 mat4: column-major
@@ -784,8 +784,9 @@ def child(a) -> dict:
                 if a.validate or r >= a.warmup:
                     for k, x in enumerate(ms):
                         samples[k].append(x)
-                if r == 0 and not a.validate and a.budget_s > 0:   # the repeats that fit the budget, at least 3
-                    fit = max(3, int(a.budget_s / max(wall[0], 1e-3)))
+                if r == 0 and not a.validate and a.budget_s > 0:   # the repeats that fit the budget: at least 3,
+                    # 2 when one round takes over a third of it
+                    fit = max(3 if wall[0] <= a.budget_s / 3 else 2, int(a.budget_s / max(wall[0], 1e-3)))
                     if fit < a.repeats:
                         rounds = a.warmup + fit
                         res["repeats_cut"] = (f"{a.repeats} -> {fit} (--budget-s {a.budget_s:g}, a round "
@@ -967,7 +968,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--budget-s", type=float, default=60.0,
-                    help="seconds of timed rounds at most: fewer repeats (at least 3) when a round is slow; 0: off")
+                    help="seconds of timed rounds at most: fewer repeats (at least 3, or 2 when a round takes over "
+                         "a third of it) when a round is slow; 0: off")
     ap.add_argument("--quick", action="store_true", help=f"N in {COUNTS_QUICK}, 3 repeats (lavapipe)")
     ap.add_argument("--variants", help="comma-separated variant names (default: all)")
     ap.add_argument("--chunk", type=int, help="instances per draw of the chunked variant (default: the smallest "
