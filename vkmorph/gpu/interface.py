@@ -33,6 +33,7 @@ from ..morph.gpu_data import BLOCK_ENTRY, CHUNK, CHUNK_HEADER
 # descriptor kinds
 STORAGE, UNIFORM, SAMPLER = "storage", "uniform", "sampler"
 UNIFORM_ARRAY = "uniform_array"   # a dynamic uniform buffer holding one sized array (Binding.count elements)
+STORAGE_DYNAMIC = "storage_dynamic"   # a storage buffer whose offset is given at bind time (a dynamic offset)
 # shader stages
 COMPUTE, VERTEX, FRAGMENT = "compute", "vertex", "fragment"
 
@@ -401,13 +402,12 @@ COPY = ShaderInterface(
 BAKE_ITEM = np.dtype([(n, "<u4") for n in ("source_word", "stride_words", "vertex_count", "out_vertex", "mode",
                                             "matrix", "pad0", "pad1")])
 BAKE_PUSH = np.dtype([(n, "<u4") for n in ("item_first", "frame_first", "frame_count", "frames_per_group",
-                                            "matrices_per_frame", "frame_vertices", "plane_floats", "matrix_frame")])
+                                            "matrices_per_frame", "frame_vertices", "out_shift", "matrix_frame")])
 BAKE_COPY, BAKE_RIGID, BAKE_SKINNED = 0, 1, 2       # BAKE_ITEM.mode
 # the bake kernel's specialization constants: BAKE_MODE (constant_id BAKE_MODE_ID), one of the modes (a pipeline
 # for the items of that mode only: the other modes' code folds away) or BAKE_ANY (each item's own, the default);
-# BAKE_SKIP_ZERO (constant_id BAKE_SKIP_ZERO_ID, a bool: 1 skips the reads of zero-weight joints, the default);
-# BAKE_ALIGNED (BAKE_ALIGNED_ID, a bool: 1 when every item starts at a multiple of 4 vertices in the planes)
-BAKE_ANY, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_ALIGNED_ID = 3, 0, 1, 2
+# BAKE_SKIP_ZERO (constant_id BAKE_SKIP_ZERO_ID, a bool: 1 skips the reads of zero-weight joints, the default)
+BAKE_ANY, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID = 3, 0, 1
 BAKE = ShaderInterface(
     "bake", ("bake.comp",), "bake: vertices of (instance, frame) through palettes / world matrices into planes",
     bindings=(Binding("source", 0, STORAGE, (COMPUTE,), "uvec4", "readonly", member="quads", instance="src"),
@@ -418,14 +418,18 @@ BAKE = ShaderInterface(
                   ("matrix", "first matrix of the instance in a frame's matrices (palette or world matrix)"))),
                       "readonly"),
               Binding("matrices", 2, STORAGE, (COMPUTE,), "mat4", "readonly"),
-              Binding("output", 3, STORAGE, (COMPUTE,), "vec4", "writeonly", member="values", block="Out",
-                      instance="dst")),
+              # the three planes of the batch's frames (positions, normals, tangents: float x 3 per vertex,
+              # [frame][vertex][xyz]), each a window bound at its dynamic offset: the slot's output planes, or the
+              # batch's frames of the bake's result array itself (imported host memory, vkmorph/bake.py)
+              *(Binding(plane, 3 + k, STORAGE_DYNAMIC, (COMPUTE,), "float", "writeonly", member="values",
+                        block=f"Out{k}", instance=f"out{k}")
+                for k, plane in enumerate(("positions", "normals", "tangents")))),
     push=PushConstants(Struct("Push", BAKE_PUSH, notes=(
         ("item_first", "workgroup y = item_first + item"),
         ("frame_first", "frames [frame_first, frame_first + frame_count) of the batch"),
         ("frames_per_group", "workgroup z covers frames_per_group of them"),
-        ("frame_vertices", "vertices between two frames of a plane: a multiple of 4 (padded)"),
-        ("plane_floats", "floats between the position, normal and tangent planes (a multiple of 4)"),
+        ("frame_vertices", "vertices between two frames of a plane"),
+        ("out_shift", "float of the batch's first frame in each bound plane window (its dynamic offset's rest)"),
         ("matrix_frame", "the frame whose matrices are matrices[0] (the bound window's first; 0: the batch's)"))),
         (COMPUTE,)),
     local_size=64,
