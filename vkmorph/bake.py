@@ -450,6 +450,21 @@ def _check_vertex_layout(dtype: np.dtype, word: int) -> None:
         raise GpuError(f"bake: vertex layout {dtype} (at word {word}) is not the one glsl/bake.comp reads")
 
 
+def _pose_group(ctx, B: int) -> int | None:
+    """Frames per workgroup of the bake's pose pass (``ClipPosePass(local_size=)``). A CPU device runs a workgroup
+    on one of its threads, so a batch's frames are split into one workgroup per host CPU (a multiple of 8 frames,
+    lavapipe's SIMD width on AVX2; at most the pass's 64): lavapipe posed a batch of 64 frames on one of its two
+    threads in one workgroup of 64; in two of 32 on both (bench/bake.py's pose pass alone: wall about half the
+    CPU where a core is free). Workgroups of 16, 8 or 4 frames were not faster there (4: twice the CPU). A GPU
+    keeps the pass's 64 (None)."""
+    import os
+
+    if ctx.info.device_type != "cpu":
+        return None
+    per_cpu = -(-B // max(1, os.cpu_count() or 1))
+    return int(min(64, max(8, -(-per_cpu // 8) * 8)))
+
+
 class _GpuPose:
     """The bake's pose pass: a bake is a crowd of frames, so ``glsl/crowd_anim.comp`` (the crowd's clip
     sampling, ``render.crowd_anim.ClipPosePass``) poses one frame per thread: every node channel of the clip at
@@ -475,8 +490,9 @@ class _GpuPose:
         self._owner = Owner(ctx, "bake pose")
         try:
             o = self._owner
+            group = _pose_group(ctx, B)
             self.pose = o.own(ClipPosePass(ctx, tables, entries, ibms, layout.matrices_per_frame,
-                                           max_sets=len(matrices), name="bake pose"))
+                                           max_sets=len(matrices), name="bake pose", local_size=group))
             roots = np.repeat(np.eye(4, dtype=np.float32)[None], B, 0)           # the scene's roots at the origin
             self.roots = o.own(M.device_buffer(ctx, roots, M.STORAGE, name="bake pose roots"))
             self.params = [o.own(M.host_buffer(ctx, 16 * B, M.STORAGE, name=f"bake pose frames slot {k}"))

@@ -322,3 +322,26 @@ def test_bad_split_modes_is_one_line(model):
     for bad in (1, 0, 0.0):                    # equal to True / False, but not them
         with pytest.raises(UsageError, match="split_modes must be None, True or False"):
             GpuBaker(model, "world", split_modes=bad)
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_the_pose_pass_in_workgroups_of_a_few_frames_matches_the_host_pose(model, monkeypatch):
+    """On a CPU device the pose pass runs a batch in one workgroup per host CPU (``_pose_group``: multiples of 8
+    frames, at most 64): batches of 64 and of 20 frames (workgroups of 32 and 16 on two CPUs, the last one
+    partial; 64 and 24 on one) against the host's pose, which reads the same clip."""
+    import os
+
+    from vkmorph import bake as B
+
+    clip = model.scene.clip("Dance")
+    times = np.linspace(0.0, clip.duration, 70)
+    host = B.GpuBaker(model, "world", pose="cpu").run(clip, times, None, 64, False)
+    expected = {1: {64: 64, 20: 24}, 2: {64: 32, 20: 16}}
+    for cpus in (2, 1):
+        monkeypatch.setattr(os, "cpu_count", lambda c=cpus: c)
+        for batch in (64, 20):
+            gpu = B.GpuBaker(model, "world", pose="gpu").run(clip, times, None, batch, False)
+            group = model._bake_cache.pose.pose.local_size
+            if model.ctx.info.device_type == "cpu":
+                assert group == B._pose_group(model.ctx, batch) == expected[cpus][batch]
+            _close(gpu, host, pos=1e-5, unit=1e-5)

@@ -174,6 +174,8 @@ class ShaderInterface:
     bindings: tuple[Binding, ...] = ()
     push: PushConstants | None = None
     local_size: int | None = None            # compute: local_size_x
+    # compute: the specialization constant id that overrides local_size_x at pipeline creation (None: fixed)
+    local_size_id: int | None = None
     vertex: np.dtype | None = None           # vertex inputs: one attribute per field
     vertex_location: int = 0                 # location of the first field (a second vertex binding)
     constants: tuple[tuple[str, str, float | int], ...] = ()   # (GLSL type, NAME, value)
@@ -366,6 +368,10 @@ CROWD_SKIN = ShaderInterface(
 CROWD_ANIM_PUSH = np.dtype([("time", "<f4")] + [(n, "<u4") for n in (
     "first_instance", "instance_count", "node_count", "entry_count", "palette_width")])
 CROWD_ANIM_MAX_NODES = 128    # private world-matrix array per thread (a scene with more nodes is refused)
+# the pass's workgroup size is a specialization constant (constant_id CROWD_ANIM_LOCAL_SIZE_ID, default 64):
+# render.crowd_anim.ClipPosePass(local_size=) makes smaller workgroups where a few poses must spread over the
+# device's threads (the bake's batch of 64 frames on lavapipe, which runs a workgroup on one thread)
+CROWD_ANIM_LOCAL_SIZE_ID = 0
 CROWD_ANIM = ShaderInterface(
     "crowd_anim", ("crowd_anim.comp",), "crowd animation: clip channels sampled per instance into palettes",
     bindings=(Binding("channels", 0, STORAGE, (COMPUTE,), "uvec4", "readonly"),     # mode, first time, keys, value
@@ -384,7 +390,7 @@ CROWD_ANIM = ShaderInterface(
         ("time", "the crowd's clock (s): instance time = phase + speed x time, wrapped by its clip's duration"),
         ("entry_count", "palette entries (joint of a distinct skin) per instance"),
         ("palette_width", "mat4s between instances' palettes"))), (COMPUTE,)),
-    local_size=64,
+    local_size=64, local_size_id=CROWD_ANIM_LOCAL_SIZE_ID,
     constants=(("uint", "MAX_NODES", CROWD_ANIM_MAX_NODES),))
 
 COPY = ShaderInterface(
@@ -604,7 +610,8 @@ def glsl_header(iface: ShaderInterface) -> str:
     """The text of glsl/gen/<name>.glsl."""
     out = _preamble(iface.name, iface.doc, iface.shaders)
     if iface.local_size is not None:
-        out += [f"layout(local_size_x = {iface.local_size}) in;", ""]
+        spec = f", local_size_x_id = {iface.local_size_id}" if iface.local_size_id is not None else ""
+        out += [f"layout(local_size_x = {iface.local_size}{spec}) in;", ""]
     if iface.constants:
         out += [f"const {t} {n} = {v!r};" for t, n, v in iface.constants] + [""]
     for s in iface.structs():
