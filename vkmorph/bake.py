@@ -430,6 +430,20 @@ class _ZeroCopyResult:
         base = at - at % self.align
         return [base + k * self.plane_bytes for k in range(3)], (at - base) // 4
 
+    def touch(self, first: int, n: int) -> None:
+        """Fault in the pages of frames [first, first + n) of the three planes from the host (one byte written
+        per page, inside that range only: no byte another batch's kernel writes), before the batch that writes
+        them is submitted (its submission orders these host writes before the kernel's). Fresh memory faulted
+        in by the kernel's scattered stores cost lavapipe's threads more than twice what the host's sequential
+        first touch does (``bench/2026-12-02-lavapipe-bake-zerocopy.txt``); the host thread does it for batch
+        k + 1 while the device runs batch k, instead of waiting."""
+        for k in range(3):
+            start = k * self.plane_bytes + 12 * first * self.V
+            end = start + 12 * n * self.V
+            page = -(-start // 4096) * 4096
+            self.bytes[start:start + 1] = 0
+            self.bytes[page:end:4096] = 0
+
     def release(self) -> None:
         if self.imported is not None:
             self.imported.destroy()
@@ -784,6 +798,7 @@ class GpuBaker:
             if result is not None:                           # every slot is idle: its sets at this result
                 for slot in res.slots:
                     slot.point_at(result)
+                result.touch(0, min(B, F))
             for k, first in enumerate(range(0, F, B)):
                 s = k % _SLOTS
                 slot = res.slots[s]
@@ -803,6 +818,8 @@ class GpuBaker:
                 m.ctx.submit([slot.cb], fence=slot.fence)
                 host_cpu.append(_time.thread_time() - c0)
                 slot.busy = (first, n, serial)
+                if result is not None and first + n < F:     # the next batch's pages, while this one runs
+                    result.touch(first + n, min(B, F - first - n))
                 other = res.slots[(k + 1) % _SLOTS]
                 if other.busy is not None:                   # batch k-1, copied out while the GPU runs batch k
                     bar_n = other.busy[1]

@@ -170,3 +170,25 @@ def test_a_borrowed_device_imports_only_when_the_host_enabled_the_extension(ctx)
     finally:
         without.destroy()
         with_ext.destroy()
+
+
+def test_touch_writes_only_inside_the_batch_frames_of_each_plane():
+    """The host faults in batch k + 1's pages while the device writes batch k: one byte a page, never outside
+    frames [first, first + n) of a plane (another batch's bytes)."""
+    from vkmorph.bake import _ZeroCopyResult
+
+    r = _ZeroCopyResult.__new__(_ZeroCopyResult)
+    r.V, r.align = 7214, 16
+    r.plane_bytes, _, total = _ZeroCopyResult.sizes(16, 40, r.V, 8)
+    r.bytes = np.full(-(-total // 4096) * 4096, 0xFF, np.uint8)
+    r.touch(9, 8)
+    written = np.flatnonzero(r.bytes != 0xFF)
+    inside = np.zeros(len(r.bytes), bool)
+    for k in range(3):
+        a = k * r.plane_bytes + 12 * 9 * r.V
+        inside[a:a + 12 * 8 * r.V] = True
+    assert len(written) and inside[written].all()
+    pages = {w // 4096 for w in written}
+    assert all(p in pages for k in range(3)                  # every page of the range is touched
+               for p in range((k * r.plane_bytes + 12 * 9 * r.V) // 4096,
+                              -(-(k * r.plane_bytes + 12 * 17 * r.V) // 4096)))
