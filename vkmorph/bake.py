@@ -25,23 +25,28 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    same code, the batch's matrices in a storage buffer) runs one dispatch per group and run instead. On a CPU
    device (``GpuBaker.split_modes``) the kernel is a pipeline per mode (skinned, rigid, copy: specialization
    constants fold the other modes' code away; llvmpipe runs both sides of every branch), the items sorted by
-   mode, each instance padded to whole quads of 4 vertices in the output so that no quad is shared.
+   mode; on a CPU device the pose pass runs one workgroup per host CPU (``_pose_group``).
 3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
-   the ``Bake``'s arrays). On a device with host-cached device-local memory (lavapipe, integrated GPUs) that
-   buffer is host-visible and mapped once, so the kernel's writes are the readback; elsewhere it is
-   device-local and one ``vkCmdCopyBuffer`` per batch (three regions) brings it to host-visible memory. Either
-   way the host copies the batch into the result with one numpy copy (one per instance where they are padded;
-   the ``Bake``'s three arrays are views of one (3, F, V, 3) array).
-4. Two batch slots (pose inputs, matrices, output, staging, command buffer, fence each): batch k is recorded
-   and submitted, then batch k-1 is waited for and copied out while the GPU runs batch k, then batch k+1 is
-   recorded. With the pose on the GPU a batch costs the host a few numpy writes and the recording of a fixed
-   number of commands (``GpuBaker.batch_host_cpu``: this thread's CPU seconds per batch).
+   the ``Bake``'s arrays, nothing padded: float stores, a part's last quad of 4 vertices repeating its last
+   vertex), three bindings placed per batch by dynamic offsets. Where the device imports host memory
+   (VK_EXT_external_memory_host, ``GpuBaker.zero_copy_refusal``) they are windows of the ``Bake``'s own
+   result array (``_ZeroCopyResult``: numpy memory at the import alignment, imported once per bake and
+   released after its last fence): no output buffer, no staging, no host copy. Otherwise (``zero_copy=False``,
+   no extension, a result too large to import) each slot has its own planes: on a device with host-cached
+   device-local memory (lavapipe, integrated GPUs) host-visible and mapped once, elsewhere device-local with
+   one ``vkCmdCopyBuffer`` per batch (three regions) to host-visible memory; the host copies each batch into
+   the result with one numpy copy (the ``Bake``'s three arrays are views of one (3, F, V, 3) array).
+4. Two batch slots (pose inputs, matrices, outputs or none, staging, command buffer, fence each): batch k is
+   recorded and submitted, then batch k-1 is waited for (and copied out) while the GPU runs batch k, then batch
+   k+1 is recorded; with zero copy the host faults in batch k+1's result pages meanwhile. With the pose on the
+   GPU a batch costs the host a few numpy writes and the recording of a fixed number of commands
+   (``GpuBaker.batch_host_cpu``: this thread's CPU seconds per batch).
 
 ``bake_numpy`` is the reference (float64, per frame through ``AnimationPlayer`` + ``Skeleton`` and the dense
 ``vkmorph.morph.reference``): the tests compare the GPU bake with it. ``bake_numpy_fast`` is the baseline a user
 would write: the batched poses, sparse float32 deltas, the morph computed once per run of equal weights, numpy
-skinning; ``measure_bake_throughput`` times the GPU bake against it (and the readback limit: the bake's own
-readback of the same bytes, nothing computed).
+skinning; ``measure_bake_throughput`` times the GPU bake against it (and the readback limit, ``readback_limits``:
+the fastest of the copy path's readback and numpy writing a fresh result once, nothing computed).
 """
 
 from __future__ import annotations
@@ -1161,7 +1166,8 @@ def _timed(fn, repeats: int) -> tuple[list[float], list[float], object]:
 def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str = "world",
                             model: Model | None = None, repeats: int = 5) -> dict:
     """Baking throughput: frames x vertices per second of the GPU bake, of the numpy baseline
-    (``bake_numpy_fast``) and of the readback alone (``readback_limit``), each warmed up and timed ``repeats``
+    (``bake_numpy_fast``) and of the readback limit (``readback_limits``' three ways, the fastest per repeat:
+    ``readback_*_s`` each, ``readback_s`` the limit), each warmed up and timed ``repeats``
     times (medians and min-max); the GPU/numpy ratio per repeat pair, the fraction of the readback limit, and
     the largest difference from the numpy reference ``bake_numpy`` (first frames). Used by ``vkmorph bench``."""
     from .model import open as open_model
