@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import UsageError
+from .errors import GpuError, UsageError
 
 if TYPE_CHECKING:
     from .model import Model
@@ -781,17 +781,29 @@ class GpuBaker:
         B = self.batch_size(F, batch_frames)
         self._decide(clip, F)
         zero_copy = self.uses_zero_copy(F, B)
-        res = self._resources(B, zero_copy)
-        pose = res.pose
-        clip_index = pose.clip_index(clip) if pose is not None else None
-        if pose is not None and clip_index is None:
-            raise UsageError(f"bake: clip {clip.name!r} is not one of the scene's animations, which the pose pass "
-                             "holds (use pose='cpu')")
+        result = None
+        if zero_copy:
+            try:
+                result = _ZeroCopyResult(m.ctx, F, lay.total, B)
+            except GpuError:                            # the driver refused this memory: the copy path, unless forced
+                if self.zero_copy:
+                    raise
+                zero_copy = False
+        try:
+            res = self._resources(B, zero_copy)
+            pose = res.pose
+            clip_index = pose.clip_index(clip) if pose is not None else None
+            if pose is not None and clip_index is None:
+                raise UsageError(f"bake: clip {clip.name!r} is not one of the scene's animations, which the pose "
+                                 "pass holds (use pose='cpu')")
+        except BaseException:
+            if result is not None:                           # nothing was submitted: the import can go
+                result.release()
+            raise
         ct = clip_times(clip, times)
         batch = PoseBatch(m.scene) if pose is None and lay.needs_matrices else None
         W = frame_weights(m, clip, times, weights)
         # one array: the kernel's windows of it (zero copy), or a batch copied out in one go
-        result = _ZeroCopyResult(m.ctx, F, lay.total, B) if zero_copy else None
         planes = result.planes if result is not None else np.empty((3, F, lay.total, 3), np.float32)
         out = Bake(times, planes[0], planes[1], self.space, dict(lay.slices),
                    {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(m.names, m.instances)},

@@ -192,3 +192,30 @@ def test_touch_writes_only_inside_the_batch_frames_of_each_plane():
     assert all(p in pages for k in range(3)                  # every page of the range is touched
                for p in range((k * r.plane_bytes + 12 * 9 * r.V) // 4096,
                               -(-(k * r.plane_bytes + 12 * 17 * r.V) // 4096)))
+
+
+@pytest.mark.parametrize("model", [CUBE], indirect=True)
+def test_a_refused_import_falls_back_to_the_copy_path_unless_forced(model, monkeypatch):
+    """A driver may refuse a host allocation (vkAllocateMemory with VkImportMemoryHostPointerInfoEXT): the default
+    bake then takes the copy path; zero_copy=True reports the refusal. A bad clip after the import releases it."""
+    from vkmorph.asset.model import AnimationClip
+    from vkmorph.bake import GpuBaker
+    from vkmorph.errors import GpuError, UsageError
+    from vkmorph.gpu import memory as M
+
+    clip = model.scene.clip(model.clips[0])
+    times = np.linspace(0.0, clip.duration, 5)
+    with pytest.raises(UsageError, match="not one of the scene's animations"):
+        GpuBaker(model, "world", zero_copy=True, pose="gpu").run(AnimationClip("foreign", 1.0), times, None, 2,
+                                                                 False)
+    assert not _imports(model)
+
+    def refuse(self, ctx, array, usage, *, name="imported host memory"):
+        raise GpuError(f"{name}: the device refused to import {array.nbytes} B of host memory")
+
+    monkeypatch.setattr(M.HostImport, "__init__", refuse)
+    gpu = GpuBaker(model, "world").run(clip, times, None, 2, False)
+    assert not model._bake_cache.zero_copy
+    _close(gpu, bake_numpy(model, clip=model.clips[0], times=times, space="world"))
+    with pytest.raises(GpuError, match="refused to import"):
+        GpuBaker(model, "world", zero_copy=True).run(clip, times, None, 2, False)
