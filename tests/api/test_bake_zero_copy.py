@@ -49,7 +49,7 @@ def test_zero_copy_bakes_rigid_skinned_and_morphing_parts_in_both_spaces(model):
     for space, skinning in (("world", True), ("mesh", True), ("mesh", False)):
         ref = bake_numpy(model, clip="Wave", times=times, weights={name: 0.8}, space=space, skinning=skinning)
         for split in (True, False):
-            baker = GpuBaker(model, space, skinning, split_modes=split)
+            baker = GpuBaker(model, space, skinning, split_modes=split, zero_copy=True)
             gpu = baker.run(clip, times, {name: 0.8}, 3, False)
             res = model._bake_cache
             assert res.zero_copy and all(s.output is None and s.staging is None for s in res.slots)
@@ -99,8 +99,11 @@ def test_the_copy_path_forced_off_gives_the_same_bake(model):
 
 @pytest.mark.parametrize("model", [CUBE], indirect=True)
 def test_zero_copy_falls_back_where_it_cannot_and_says_why_when_forced(model, monkeypatch):
+    from vkmorph import bake as B
     from vkmorph.bake import GpuBaker
     from vkmorph.errors import UsageError
+
+    monkeypatch.setattr(B, "_ZERO_COPY_MIN_BYTES", 0)          # the default takes zero copy for any size
 
     clip = model.scene.clip(model.clips[0])
     times = np.linspace(0.0, clip.duration, 5)
@@ -135,7 +138,7 @@ def test_the_import_is_released_after_a_bake_and_after_a_failing_one(model, monk
 
     clip = model.scene.clip("Wave")
     times = np.linspace(0.0, 2.0, 10)
-    baker = GpuBaker(model, "world")
+    baker = GpuBaker(model, "world", zero_copy=True)
     seen = []
     real = baker._record
 
@@ -151,7 +154,7 @@ def test_the_import_is_released_after_a_bake_and_after_a_failing_one(model, monk
     assert seen[0] and len(seen[0]) == 1                      # imported while the bake ran
     assert not _imports(model) and all(s.busy is None for s in model._bake_cache.slots)
     monkeypatch.undo()
-    gpu = GpuBaker(model, "world").run(clip, times, None, 3, False)
+    gpu = GpuBaker(model, "world", zero_copy=True).run(clip, times, None, 3, False)
     assert model._bake_cache.zero_copy and not _imports(model)
     _close(gpu, bake_numpy(model, clip="Wave", times=times, space="world"))
 
@@ -198,11 +201,13 @@ def test_touch_writes_only_inside_the_batch_frames_of_each_plane():
 def test_a_refused_import_falls_back_to_the_copy_path_unless_forced(model, monkeypatch):
     """A driver may refuse a host allocation (vkAllocateMemory with VkImportMemoryHostPointerInfoEXT): the default
     bake then takes the copy path; zero_copy=True reports the refusal. A bad clip after the import releases it."""
+    from vkmorph import bake as B
     from vkmorph.asset.model import AnimationClip
     from vkmorph.bake import GpuBaker
     from vkmorph.errors import GpuError, UsageError
     from vkmorph.gpu import memory as M
 
+    monkeypatch.setattr(B, "_ZERO_COPY_MIN_BYTES", 0)
     clip = model.scene.clip(model.clips[0])
     times = np.linspace(0.0, clip.duration, 5)
     with pytest.raises(UsageError, match="not one of the scene's animations"):
@@ -219,3 +224,24 @@ def test_a_refused_import_falls_back_to_the_copy_path_unless_forced(model, monke
     _close(gpu, bake_numpy(model, clip=model.clips[0], times=times, space="world"))
     with pytest.raises(GpuError, match="refused to import"):
         GpuBaker(model, "world", zero_copy=True).run(clip, times, None, 2, False)
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_by_default_only_large_results_are_written_in_place(model):
+    """The import costs a bake a few milliseconds: the default writes in place from _ZERO_COPY_MIN_BYTES of result
+    on (RobotExpressive: 33 frames), copies smaller ones (Model.pose's one frame)."""
+    from vkmorph import bake as B
+
+    per_frame = 36 * 7214
+    frames = -(-B._ZERO_COPY_MIN_BYTES // per_frame)
+    clip = model.scene.clip("Wave")
+    for n, expect in ((1, False), (frames - 1, False), (frames, True)):
+        gpu = B.GpuBaker(model, "world").run(clip, np.linspace(0.0, 2.0, n), None, None, False)
+        assert model._bake_cache.zero_copy is expect, n
+        if n == frames:                                       # a few of its frames against the reference
+            t = np.linspace(0.0, 2.0, n)
+            ref = bake_numpy(model, clip="Wave", times=t[::8], space="world")
+            np.testing.assert_allclose(gpu.positions[::8], ref.positions, atol=2e-5)
+            np.testing.assert_allclose(gpu.normals[::8], ref.normals, atol=2e-4)
+    model.pose(clip="Wave", time=0.5)
+    assert not model._bake_cache.zero_copy
