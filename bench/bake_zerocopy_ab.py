@@ -10,6 +10,9 @@ variants in turn per round (the same moment, the same load), each on its own ope
 - zero copy into reused memory (timing only, not a bake anyone gets: the same already-faulted array every
   time): what the bake costs without first touching fresh memory.
 
+Then one frame (what ``Model.pose`` bakes), zero copy forced against the copy path, each on its own model,
+alternating, median of 4 x --rounds: the fixed cost of the import and the descriptor updates against one copy.
+
     python bench/bake_zerocopy_ab.py [--frames 256] [--rounds 9]
 """
 import argparse
@@ -68,6 +71,16 @@ def main():
             w, c = np.array(rows).T * 1e3
             print(f"  {name:44s} wall {np.median(w):6.1f} ms ({w.min():.1f}-{w.max():.1f})  "
                   f"CPU {np.median(c):6.1f} ms ({c.min():.1f}-{c.max():.1f})")
+        one = [[], []]
+        for r in range(4 * a.rounds + 1):
+            for k in (1, 2):                                # zero copy forced, the copy path
+                t0 = time.perf_counter()
+                bakers[k].run(bakers[k].m.scene.clip("Dance"), times[a.frames // 2:a.frames // 2 + 1], None, None,
+                              False)
+                if r:
+                    one[k - 1].append(time.perf_counter() - t0)
+        print(f"  one frame: zero copy {1e3 * np.median(one[0]):.2f} ms wall, the copy path "
+              f"{1e3 * np.median(one[1]):.2f} ms (medians of {4 * a.rounds})")
     finally:
         M.aligned_host_bytes, B._ZeroCopyResult.touch = fresh_bytes, touch
         for m in models:

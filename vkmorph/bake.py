@@ -441,9 +441,9 @@ class _ZeroCopyResult:
         per page, inside that range only: no byte another batch's kernel writes), before the batch that writes
         them is submitted (its submission orders these host writes before the kernel's). The first touch of
         fresh pages is the zero-copy bake's largest cost after the kernel on lavapipe (a 256-frame bake into
-        already-faulted memory took 68 against 78-85 ms, ``bench/2026-12-02-lavapipe-bake-zerocopy.txt``); the
+        already-faulted memory took 66-68 against 75-78 ms, ``bench/2026-12-02-lavapipe-bake-zerocopy.txt``); the
         host thread takes it for batch k + 1 while the device runs batch k, instead of waiting on the fence
-        (there 78 against 85 ms wall without it)."""
+        (there 75-78 against 85-89 ms wall without it)."""
         for k in range(3):
             start = k * self.plane_bytes + 12 * first * self.V
             end = start + 12 * n * self.V
@@ -757,8 +757,8 @@ class GpuBaker:
     def uses_zero_copy(self, frames: int, B: int) -> bool:
         """Whether a bake of ``frames`` in batches of ``B`` writes its result directly (``zero_copy``). By default
         only a result of at least ``_ZERO_COPY_MIN_BYTES``: the import and the descriptor updates cost a bake
-        ~2 ms (lavapipe: one frame of RobotExpressive, ``Model.pose``, 10.7 against 8.5 ms), the copy they save
-        ~0.25 ms a MiB."""
+        ~1.5 ms (lavapipe: one frame of RobotExpressive, ``Model.pose``, 7.1 against 5.7 ms,
+        ``bench/2026-12-02-lavapipe-bake-zerocopy.txt``), the copy they save ~0.25 ms a MiB."""
         why = self.zero_copy_refusal(frames, B) if self.zero_copy is not False else None
         if self.zero_copy is True and why:
             raise UsageError(f"bake: zero_copy=True but {why}")
