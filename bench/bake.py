@@ -1,5 +1,5 @@
 """The bake's figures on their own: ``vkmorph.bake.measure_bake_throughput`` (GPU bake, numpy baseline, readback
-alone; warm-up + median of N each, min-max) on RobotExpressive's first clip, with the machine it ran on.
+limit; warm-up + median of N each, min-max) on RobotExpressive's first clip, with the machine it ran on.
 
     python bench/bake.py [--frames 256] [--repeats 5] [--json OUT.json] [--file MODEL]
 
@@ -10,8 +10,9 @@ pose dispatch (crowd_anim.comp through ClipPosePass) submitted and waited for, w
 "GPU" is the process's own threads), median of --repeats after a warm-up; and the kernels in turn: the default bake
 (matrices in a uniform window, bake_ubo.comp; on a CPU device a kernel pipeline per mode, ``split_modes``), the same
 bake with one kernel pipeline for every mode (``split_modes=False``, as on a GPU), the bake with the matrices in a
-storage buffer (bake.comp, ``window=0``) and numpy, one after the other per repeat, with the ratios of each
-quadruple. RobotExpressive's
+storage buffer (bake.comp, ``window=0``), numpy and the copy path (``zero_copy=False``: the slots' own output
+planes and a host copy per batch, the path before the zero-copy result), one after the other per repeat, with
+the ratios within each round. RobotExpressive's
 clips keep their weights constant (one morph pass per bake); ``--file`` with a model whose clip animates weights
 (tests/assets/AnimatedMorphCube) times the per-frame morph path.
 """
@@ -68,23 +69,24 @@ def kernels_alternating(path, frames: int, repeats: int) -> dict:
     """The default bake against one kernel pipeline for every mode (``split_modes=False``) and the matrices in a
     storage buffer (bake.comp, ``window=0``), and the numpy baseline, timed in turn ``repeats`` times after a
     warm-up (each kernel on its own open model, so none rebuilds its resources): medians, and the ratios of each
-    quadruple (same moment, same load)."""
+    round (same moment, same load); and the copy path (``zero_copy=False``) against the default (zero copy where
+    the device imports host memory)."""
     import numpy as np
 
     import vkmorph
     from vkmorph.bake import GpuBaker, bake_numpy_fast
 
-    models = [vkmorph.open(path) for _ in range(3)]
+    models = [vkmorph.open(path) for _ in range(4)]
     try:
         clip = models[0].scene.animations[0]
         times = np.linspace(0.0, clip.duration, frames)
         bakers = [GpuBaker(models[0], "world"), GpuBaker(models[1], "world", split_modes=False),
-                  GpuBaker(models[2], "world", window=0)]
+                  GpuBaker(models[2], "world", window=0), GpuBaker(models[3], "world", zero_copy=False)]
         runs = [lambda b=b: b.run(b.m.scene.animations[0], times, None, None, False) for b in bakers]
-        runs.append(lambda: bake_numpy_fast(models[0], clip=clip.name, times=times, space="world"))
+        runs.insert(3, lambda: bake_numpy_fast(models[0], clip=clip.name, times=times, space="world"))
         for fn in runs:
             fn()
-        wall, cpu = [[], [], [], []], [[], [], [], []]
+        wall, cpu = [[] for _ in runs], [[] for _ in runs]
         for _ in range(repeats):
             for k, fn in enumerate(runs):
                 t0, c0 = time.perf_counter(), time.process_time()
@@ -92,11 +94,12 @@ def kernels_alternating(path, frames: int, repeats: int) -> dict:
                 wall[k].append(time.perf_counter() - t0)
                 cpu[k].append(time.process_time() - c0)
         out = {"window_frames": bakers[0].window, "matrices_per_frame": bakers[0].layout.matrices_per_frame,
-               "split_modes": bakers[0].split_modes}
-        for k, name in enumerate(("ubo", "one", "ssbo", "numpy")):
+               "split_modes": bakers[0].split_modes, "zero_copy": models[0]._bake_cache.zero_copy}
+        for k, name in enumerate(("ubo", "one", "ssbo", "numpy", "copy")):
             out[f"alt_{name}_s"], out[f"alt_{name}_cpu_s"] = float(np.median(wall[k])), float(np.median(cpu[k]))
         for name, num, den in (("numpy_over_ubo", 3, 0), ("numpy_over_one", 3, 1), ("numpy_over_ssbo", 3, 2),
-                               ("one_over_ubo", 1, 0), ("ssbo_over_ubo", 2, 0)):
+                               ("one_over_ubo", 1, 0), ("ssbo_over_ubo", 2, 0), ("numpy_over_copy", 3, 4),
+                               ("copy_over_ubo", 4, 0)):
             r = [n / d for n, d in zip(wall[num], wall[den])]
             rc = [n / d for n, d in zip(cpu[num], cpu[den])]
             out[f"alt_{name}"], out[f"alt_{name}_min"], out[f"alt_{name}_max"] = float(np.median(r)), min(r), max(r)
@@ -137,14 +140,17 @@ def main():
                 f"CPU {r[f'alt_{name}_cpu']:.2f}x)")
 
     split = "a kernel per mode" if r["split_modes"] else "one kernel"
-    print(f"kernels in turn (world space, {a.frames} frames, {a.repeats} quadruples): the default (matrices in a "
+    print(f"kernels in turn (world space, {a.frames} frames, {a.repeats} rounds): the default (matrices in a "
           f"uniform window of {r['window_frames']} frames, {r['matrices_per_frame']} a frame; {split}) "
           f"{r['alt_ubo_s']:.3f} s wall, {r['alt_ubo_cpu_s']:.3f} s CPU; one kernel for every mode (split_modes=False) "
           f"{r['alt_one_s']:.3f} s wall, {r['alt_one_cpu_s']:.3f} s CPU; matrices in a storage buffer (window=0) "
           f"{r['alt_ssbo_s']:.3f} s wall, {r['alt_ssbo_cpu_s']:.3f} s CPU; numpy {r['alt_numpy_s']:.3f} s wall, "
           f"{r['alt_numpy_cpu_s']:.3f} s CPU; numpy / default {ratio('numpy_over_ubo')}, numpy / one kernel "
           f"{ratio('numpy_over_one')}, numpy / storage {ratio('numpy_over_ssbo')}, one kernel / default "
-          f"{ratio('one_over_ubo')}, storage / default {ratio('ssbo_over_ubo')}")
+          f"{ratio('one_over_ubo')}, storage / default {ratio('ssbo_over_ubo')}; the default's zero copy: "
+          f"{r['zero_copy']}; the copy path (zero_copy=False: the slots' planes, a host copy per batch) "
+          f"{r['alt_copy_s']:.3f} s wall, {r['alt_copy_cpu_s']:.3f} s CPU, numpy / copy path "
+          f"{ratio('numpy_over_copy')}, copy path / default {ratio('copy_over_ubo')}")
     print("goals: >= 5x numpy:", "met" if r["speedup"] >= 5 else "not met",
           f"({r['speedup']:.2f}x, {r['speedup_min']:.2f}-{r['speedup_max']:.2f});",
           ">= 0.5 of the readback limit:", "met" if r["readback_fraction"] >= 0.5 else "not met",

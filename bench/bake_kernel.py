@@ -78,7 +78,7 @@ def main():
             return res, slot
 
         def batch(res, slot):
-            baker._record(res, slot, 0, W, F)
+            baker._record(res, slot, 0, W, F, slot.out_offsets())
             m.ctx.submit([slot.cb], fence=slot.fence)
             m.ctx.wait_fence(slot.fence)
 

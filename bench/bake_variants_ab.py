@@ -55,7 +55,7 @@ for r in range(R):
         for what, it in (("kernel", items), ("stores", ci)):
             M.upload(m.ctx, res.items, it)
             def batch(res=res, slot=slot):
-                baker._record(res, slot, 0, W, F)
+                baker._record(res, slot, 0, W, F, slot.out_offsets())
                 m.ctx.submit([slot.cb], fence=slot.fence)
                 m.ctx.wait_fence(slot.fence)
             batch()

@@ -3,14 +3,18 @@
 // matrix i of frame pc.matrixFrame onwards (0 with the storage buffer: the batch's first frame).
 #include "skinning.glsl"
 
-// An invocation owns a quad: 4 consecutive vertices of a frame's concatenated vertices, starting at a multiple
-// of 4 (frames are padded to a multiple of 4 vertices, bake.py), and holds the item's ones of them in registers
-// while it loops over the frames. On lavapipe every storage-buffer access is one scalar access per lane, even at
-// an address uniform over the workgroup (Mesa 22.3: an item's world matrix at `matrices[it.matrix]` cost as much
-// as one gathered per lane), so a rigid item's 16-float matrix is read once per frame for 4 vertices instead of
-// once per (vertex, frame), and a whole quad's 12 floats of a plane are written as 3 vec4 stores instead of 12
-// scalar ones (bench/2026-12-01-lavapipe-bake-kernel.txt: matrix loads were half of the rigid parts' time, the
-// output stores most of the rest). A quad shared with the neighbouring item is written component by component.
+// An invocation owns a quad: 4 consecutive vertices of one item (instance), item-local (vertex 4 q .. 4 q + 3 of
+// the item), and holds them in registers while it loops over the frames. The item's last quad, where its vertex
+// count is not a multiple of 4, repeats the item's last vertex in its missing places: it reads that vertex and
+// writes its values to that vertex's addresses again, in the same invocation (program order: no other invocation
+// ever writes an address of another item's vertex, with no padding between items or frames). The outputs are
+// float stores at any vertex, so the planes need no alignment: the result's own layout (vkmorph/bake.py writes
+// the Bake's array itself where the device imports host memory). On lavapipe every storage-buffer access is
+// one scalar access per lane, even at an address uniform over the workgroup (Mesa 22.3: an item's world matrix
+// at `matrices[it.matrix]` cost as much as one gathered per lane), and a vec4 store is a loop over the lanes per
+// component, as four float stores are; so a rigid item's 16-float matrix is read once per frame for 4 vertices
+// instead of once per (vertex, frame) (bench/2026-12-01-lavapipe-bake-kernel.txt: matrix loads were half of the
+// rigid parts' time, the output stores most of the rest).
 const uint K = 4;
 
 // MODE_ANY: each item's own mode (it.mode); one of the modes: a pipeline for items of that mode only, in which
@@ -19,38 +23,18 @@ layout(constant_id = 0) const uint BAKE_MODE = MODE_ANY;
 // skinning: whether a joint of weight zero is skipped (true, the default: a GPU saves the reads) or read (false,
 // bake.py on CPU devices)
 layout(constant_id = 1) const bool BAKE_SKIP_ZERO = true;
-// every item starts at a multiple of 4 vertices in the planes (bake.py pads them on CPU devices): no quad is
-// shared with a neighbouring item, the vertices past an item's last one are padding (written, never read back)
-layout(constant_id = 2) const bool BAKE_ALIGNED = false;
 
 vec3 unitOrZero(vec3 v) { float l = length(v); return l > 1e-20 ? v / l : vec3(0.0); }
 
-// 4 vertices' values of one plane at float `o` (a multiple of 4) as 3 whole vec4: a quad all of whose vertices
-// are the item's
-void writeQuad(uint o, vec3 v[K]) {
-    uint q = o / 4;
-    dst.values[q] = vec4(v[0], v[1].x);
-    dst.values[q + 1] = vec4(v[1].yz, v[2].xy);
-    dst.values[q + 2] = vec4(v[2].z, v[3]);
-}
-
-// A quad shared with the neighbouring item: component stores of the live vertices only (the other ones belong to
-// the neighbouring item: not ours to write)
-void writePartialQuad(uint o, vec3 v[K], uint live) {
+// A quad's values of a frame into the three planes: float `o[k]` of each bound plane window is vertex k's x
+void writeVertices(uint o[K], vec3 p[K], vec3 n[K], vec3 t[K]) {
     for (uint k = 0; k < K; ++k) {
-        if ((live & (1u << k)) != 0u) {
-            for (uint c = 0; c < 3; ++c) {
-                uint f = o + 3 * k + c;
-                dst.values[f / 4][f % 4] = v[k][c];
-            }
+        for (uint c = 0; c < 3; ++c) {
+            out0.values[o[k] + c] = p[k][c];
+            out1.values[o[k] + c] = n[k][c];
+            out2.values[o[k] + c] = t[k][c];
         }
     }
-}
-
-void writeVertices(uint o, vec3 p[K], vec3 n[K], vec3 t[K]) {
-    writeQuad(o, p);
-    writeQuad(pc.planeFloats + o, n);
-    writeQuad(2 * pc.planeFloats + o, t);
 }
 
 // The 3x4 affine part of a joint matrix, weighted: the bottom row of a palette matrix is (0, 0, 0, 1) (affine
@@ -67,29 +51,27 @@ mat4 weighted(uint m, float w) {
 // slower on lavapipe: staging the outputs in shared memory (barriers: 3.5x slower), one output float per thread
 // (2x), the cofactor formed on the host (an extra gather).
 //
-// Each mode's frames are a loop of their own, and so are the quads shared with a neighbouring item, the loop's
-// condition saying where it applies, instead of one loop with branches in it: llvmpipe (Mesa 22.3) runs both
-// sides of every branch for all lanes, masked, even where the condition is uniform, but leaves a loop once no
-// lane is in it; with branches inside the frame loop, every frame of a rigid quad paid for the skinned code and
-// for the component stores of the shared quads (bench/2026-12-02-lavapipe-bake-kernel.txt: 30 % and 20 % of
-// the kernel's time).
-void skinFrame(uint m, uint live, vec3 p0[K], vec3 n0[K], vec3 t0[K], uvec4 joints[K], vec4 weights[K],
+// Each mode's frames are a loop of their own, the loop's condition saying where it applies, instead of one loop
+// with branches in it: llvmpipe (Mesa 22.3) runs both sides of every branch for all lanes, masked, even where the
+// condition is uniform, but leaves a loop once no lane is in it; with branches inside the frame loop, every frame
+// of a rigid quad paid for the skinned code (bench/2026-12-02-lavapipe-bake-kernel.txt: 30 % of the kernel's
+// time). An item's last quad repeats its last vertex rather than branching on the vertices it lacks (quads that
+// straddled two items, written component by component behind a branch, cost another 20 % there).
+void skinFrame(uint m, vec3 p0[K], vec3 n0[K], vec3 t0[K], uvec4 joints[K], vec4 weights[K],
                out vec3 p[K], out vec3 n[K], out vec3 t[K]) {
     for (uint k = 0; k < K; ++k) {
         p[k] = p0[k]; n[k] = n0[k]; t[k] = t0[k];
-        if ((live & (1u << k)) != 0u) {
-            uvec4 j = joints[k] + m;
-            vec4 w = weights[k];
-            // BAKE_SKIP_ZERO: a joint of weight zero is not read (most vertices have one or two influences); the
-            // sum is that of blendJoints over the non-zero terms, in the same order. Else all four terms, the same
-            // sum (a zero-weight term adds zeros): llvmpipe runs both sides of a branch anyway, masked, and the
-            // branches cost it more than the reads (7 % of the kernel on RobotExpressive)
-            mat4 skin = weighted(j.x, w.x);
-            if (!BAKE_SKIP_ZERO || w.y != 0.0) skin += weighted(j.y, w.y);
-            if (!BAKE_SKIP_ZERO || w.z != 0.0) skin += weighted(j.z, w.z);
-            if (!BAKE_SKIP_ZERO || w.w != 0.0) skin += weighted(j.w, w.w);
-            skinVertex(skin, p[k], n[k], t[k]);
-        }
+        uvec4 j = joints[k] + m;
+        vec4 w = weights[k];
+        // BAKE_SKIP_ZERO: a joint of weight zero is not read (most vertices have one or two influences); the
+        // sum is that of blendJoints over the non-zero terms, in the same order. Else all four terms, the same
+        // sum (a zero-weight term adds zeros): llvmpipe runs both sides of a branch anyway, masked, and the
+        // branches cost it more than the reads (7 % of the kernel on RobotExpressive)
+        mat4 skin = weighted(j.x, w.x);
+        if (!BAKE_SKIP_ZERO || w.y != 0.0) skin += weighted(j.y, w.y);
+        if (!BAKE_SKIP_ZERO || w.z != 0.0) skin += weighted(j.z, w.z);
+        if (!BAKE_SKIP_ZERO || w.w != 0.0) skin += weighted(j.w, w.w);
+        skinVertex(skin, p[k], n[k], t[k]);
     }
 }
 
@@ -110,60 +92,45 @@ void main() {
     uint f1 = min(f0 + pc.framesPerGroup, pc.frameFirst + pc.frameCount);
     uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     uint quads = it.strideWords / 4;
-    uint q0 = it.outVertex / 4, q1 = (it.outVertex + it.vertexCount + 3) / 4;
-    for (uint quad = q0 + gl_GlobalInvocationID.x; quad < q1; quad += step) {
+    uint last = it.vertexCount - 1;
+    for (uint quad = gl_GlobalInvocationID.x; 4 * quad < it.vertexCount; quad += step) {
         vec3 p0[K], n0[K], t0[K], p[K], n[K], t[K];
         uvec4 joints[K];
         vec4 weights[K];
-        uint live = 0;                                    // bit k: vertex 4 quad + k is one of the item's
+        uint o[K];                                        // float of vertex k's x in frame f0's part of a plane
         for (uint k = 0; k < K; ++k) {
-            uint g = 4 * quad + k;                        // in a frame's concatenated vertices
-            p0[k] = n0[k] = t0[k] = vec3(0.0);
+            uint v = min(4 * quad + k, last);             // the last quad repeats the item's last vertex
+            uint base = it.sourceWord / 4 + v * quads;
+            // position, normal, tangent at words 0, 3, 6; joints and weights at words 12 and 16 (the vertex
+            // layouts of asset/model.py, which bake.py checks): 3 (or 5) whole uvec4
+            vec4 a = uintBitsToFloat(src.quads[base]);
+            vec4 b = uintBitsToFloat(src.quads[base + 1]);
+            vec4 c = uintBitsToFloat(src.quads[base + 2]);
+            p0[k] = a.xyz;
+            n0[k] = vec3(a.w, b.xy);
+            t0[k] = vec3(b.zw, c.x);
             joints[k] = uvec4(0);
             weights[k] = vec4(0.0);
-            if (g >= it.outVertex && g < it.outVertex + it.vertexCount) {
-                live |= 1u << k;
-                uint base = it.sourceWord / 4 + (g - it.outVertex) * quads;
-                // position, normal, tangent at words 0, 3, 6; joints and weights at words 12 and 16 (the vertex
-                // layouts of asset/model.py, which bake.py checks): 3 (or 5) whole uvec4
-                vec4 a = uintBitsToFloat(src.quads[base]);
-                vec4 b = uintBitsToFloat(src.quads[base + 1]);
-                vec4 c = uintBitsToFloat(src.quads[base + 2]);
-                p0[k] = a.xyz;
-                n0[k] = vec3(a.w, b.xy);
-                t0[k] = vec3(b.zw, c.x);
-                if (mode == MODE_SKINNED) {
-                    joints[k] = src.quads[base + 3] + it.matrix;
-                    weights[k] = uintBitsToFloat(src.quads[base + 4]);
-                }
-            }
-        }
-        uint o = 12 * quad;                               // float of the quad in frame 0's part of a plane
-        bool full = BAKE_ALIGNED || live == 0xFu;
-        for (uint frame = f0; full && mode == MODE_SKINNED && frame < f1; ++frame) {
-            skinFrame((frame - pc.matrixFrame) * pc.matricesPerFrame, live, p0, n0, t0, joints, weights, p, n, t);
-            writeVertices(o + 3 * frame * pc.frameVertices, p, n, t);
-        }
-        for (uint frame = f0; full && mode == MODE_RIGID && frame < f1; ++frame) {
-            rigidFrame(matrices[(frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix], p0, n0, t0, p, n, t);
-            writeVertices(o + 3 * frame * pc.frameVertices, p, n, t);
-        }
-        for (uint frame = f0; full && mode == MODE_COPY && frame < f1; ++frame) {
-            writeVertices(o + 3 * frame * pc.frameVertices, p0, n0, t0);
-        }
-        for (uint frame = f0; !full && frame < f1; ++frame) {  // a quad shared with the neighbouring item
-            p = p0; n = n0; t = t0;
             if (mode == MODE_SKINNED) {
-                skinFrame((frame - pc.matrixFrame) * pc.matricesPerFrame, live, p0, n0, t0, joints, weights, p, n,
-                          t);
-            } else if (mode == MODE_RIGID) {
-                rigidFrame(matrices[(frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix], p0, n0, t0, p, n,
-                           t);
+                joints[k] = src.quads[base + 3] + it.matrix;
+                weights[k] = uintBitsToFloat(src.quads[base + 4]);
             }
-            uint f = o + 3 * frame * pc.frameVertices;
-            writePartialQuad(f, p, live);
-            writePartialQuad(pc.planeFloats + f, n, live);
-            writePartialQuad(2 * pc.planeFloats + f, t, live);
+            o[k] = pc.outShift + 3 * (f0 * pc.frameVertices + it.outVertex + v);
+        }
+        uint frameFloats = 3 * pc.frameVertices;
+        for (uint frame = f0; mode == MODE_SKINNED && frame < f1; ++frame) {
+            skinFrame((frame - pc.matrixFrame) * pc.matricesPerFrame, p0, n0, t0, joints, weights, p, n, t);
+            writeVertices(o, p, n, t);
+            for (uint k = 0; k < K; ++k) o[k] += frameFloats;
+        }
+        for (uint frame = f0; mode == MODE_RIGID && frame < f1; ++frame) {
+            rigidFrame(matrices[(frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix], p0, n0, t0, p, n, t);
+            writeVertices(o, p, n, t);
+            for (uint k = 0; k < K; ++k) o[k] += frameFloats;
+        }
+        for (uint frame = f0; mode == MODE_COPY && frame < f1; ++frame) {
+            writeVertices(o, p0, n0, t0);
+            for (uint k = 0; k < K; ++k) o[k] += frameFloats;
         }
     }
 }

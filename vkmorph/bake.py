@@ -25,23 +25,28 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    same code, the batch's matrices in a storage buffer) runs one dispatch per group and run instead. On a CPU
    device (``GpuBaker.split_modes``) the kernel is a pipeline per mode (skinned, rigid, copy: specialization
    constants fold the other modes' code away; llvmpipe runs both sides of every branch), the items sorted by
-   mode, each instance padded to whole quads of 4 vertices in the output so that no quad is shared.
+   mode; on a CPU device the pose pass runs one workgroup per host CPU (``_pose_group``).
 3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
-   the ``Bake``'s arrays). On a device with host-cached device-local memory (lavapipe, integrated GPUs) that
-   buffer is host-visible and mapped once, so the kernel's writes are the readback; elsewhere it is
-   device-local and one ``vkCmdCopyBuffer`` per batch (three regions) brings it to host-visible memory. Either
-   way the host copies the batch into the result with one numpy copy (one per instance where they are padded;
-   the ``Bake``'s three arrays are views of one (3, F, V, 3) array).
-4. Two batch slots (pose inputs, matrices, output, staging, command buffer, fence each): batch k is recorded
-   and submitted, then batch k-1 is waited for and copied out while the GPU runs batch k, then batch k+1 is
-   recorded. With the pose on the GPU a batch costs the host a few numpy writes and the recording of a fixed
-   number of commands (``GpuBaker.batch_host_cpu``: this thread's CPU seconds per batch).
+   the ``Bake``'s arrays, nothing padded: float stores, a part's last quad of 4 vertices repeating its last
+   vertex), three bindings placed per batch by dynamic offsets. Where the device imports host memory
+   (VK_EXT_external_memory_host, ``GpuBaker.zero_copy_refusal``) they are windows of the ``Bake``'s own
+   result array (``_ZeroCopyResult``: numpy memory at the import alignment, imported once per bake and
+   released after its last fence): no output buffer, no staging, no host copy. Otherwise (``zero_copy=False``,
+   no extension, a result too large to import) each slot has its own planes: on a device with host-cached
+   device-local memory (lavapipe, integrated GPUs) host-visible and mapped once, elsewhere device-local with
+   one ``vkCmdCopyBuffer`` per batch (three regions) to host-visible memory; the host copies each batch into
+   the result with one numpy copy (the ``Bake``'s three arrays are views of one (3, F, V, 3) array).
+4. Two batch slots (pose inputs, matrices, outputs or none, staging, command buffer, fence each): batch k is
+   recorded and submitted, then batch k-1 is waited for (and copied out) while the GPU runs batch k, then batch
+   k+1 is recorded; with zero copy the host faults in batch k+1's result pages meanwhile. With the pose on the
+   GPU a batch costs the host a few numpy writes and the recording of a fixed number of commands
+   (``GpuBaker.batch_host_cpu``: this thread's CPU seconds per batch).
 
 ``bake_numpy`` is the reference (float64, per frame through ``AnimationPlayer`` + ``Skeleton`` and the dense
 ``vkmorph.morph.reference``): the tests compare the GPU bake with it. ``bake_numpy_fast`` is the baseline a user
 would write: the batched poses, sparse float32 deltas, the morph computed once per run of equal weights, numpy
-skinning; ``measure_bake_throughput`` times the GPU bake against it (and the readback limit: the bake's own
-readback of the same bytes, nothing computed).
+skinning; ``measure_bake_throughput`` times the GPU bake against it (and the readback limit, ``readback_limits``:
+the fastest of the copy path's readback and numpy writing a fresh result once, nothing computed).
 """
 
 from __future__ import annotations
@@ -53,16 +58,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import UsageError
+from .errors import GpuError, UsageError
 
 if TYPE_CHECKING:
     from .model import Model
 
-__all__ = ["Bake", "GpuBaker", "bake_numpy", "bake_numpy_fast", "measure_bake_throughput", "readback_limit"]
+__all__ = ["Bake", "GpuBaker", "bake_numpy", "bake_numpy_fast", "measure_bake_throughput", "readback_limit",
+           "readback_limits"]
 
 _ALIGN = 256                      # >= minStorageBufferOffsetAlignment on every device
 _BATCH_BYTES = 16 << 20           # output bytes per batch (three planes); two batches in flight
 _SLOTS = 2                        # double buffering: record/submit batch k while batch k-1 is copied out
+_ZERO_COPY_MIN_BYTES = 8 << 20    # the smallest result a bake writes in place by default (GpuBaker.uses_zero_copy)
 
 
 @dataclass
@@ -274,29 +281,33 @@ class _Layout:
 
 
 # ---------------------------------------------------------------------- the GPU baker
+_PLANES = ("positions", "normals", "tangents")     # the kernel's three output bindings (dynamic storage buffers)
+
+
 class _Slot:
-    """One batch in flight: its matrices (host-visible, written before submit), output (written by bake.comp),
-    command buffer and fence. ``direct`` (a device with host-cached device-local memory: CPU and integrated
-    devices such as lavapipe): the output itself is host-visible and mapped once, the kernel writes there and the
-    host copies it out, no ``vkCmdCopyBuffer``. Otherwise (a discrete GPU) the output is device-local and one
-    ``vkCmdCopyBuffer`` per batch brings it to ``staging`` (host-visible)."""
+    """One batch in flight: its matrices (host-visible, written before submit), its outputs, command buffer and
+    fence. Outputs, one of three ways:
+
+    * ``zero_copy`` (``_ZeroCopyResult``: the device imports host memory): none of its own; the kernel writes
+      the batch's frames straight into the bake's result array, bound per bake (``point_at``) and placed per batch
+      by the three planes' dynamic offsets (``_ZeroCopyResult.offsets``).
+    * ``direct`` (a device with host-cached device-local memory: CPU and integrated devices such as lavapipe):
+      the output planes are host-visible and mapped once, the kernel writes there and the host copies the batch
+      out (``copy_into``), no ``vkCmdCopyBuffer``.
+    * otherwise (a discrete GPU) the output is device-local and one ``vkCmdCopyBuffer`` per batch brings it to
+      ``staging`` (host-visible), which the host copies out."""
 
     def __init__(self, ctx, pipelines: dict, B: int, layout: _Layout, sources: dict, items, direct: bool,
-                 gpu_pose: bool, window: int, starts: list[int] | None = None):
+                 gpu_pose: bool, window: int, zero_copy: bool = False):
         from .gpu import memory as M
         from .gpu.interface import BAKE_UBO_MATRICES
         from .gpu.vk import call, vk
 
-        self.ctx, self.direct = ctx, direct
-        # a frame's vertices padded to a multiple of 4 in the planes: bake.comp writes quads of 4 vertices as
-        # 3 whole vec4 (the padding is never read back). starts (BakeResources, on CPU devices): each instance's
-        # first vertex in a frame of the planes, each a multiple of 4 (every instance padded to whole quads, so no
-        # quad is shared by two instances); None: the instances contiguous, as in the result
-        self.starts = starts
-        self.slices = list(layout.slices.values())
-        padded = sum(-(-(sl.stop - sl.start) // 4) * 4 for sl in self.slices) if starts is not None else 0
-        self.frame_vertices = padded or (layout.total + 3) // 4 * 4
-        self.plane_bytes = _align(12 * B * self.frame_vertices)
+        self.ctx, self.direct, self.zero_copy = ctx, direct, zero_copy
+        # a frame's vertices in the planes, the instances contiguous, as in the result: the kernel writes floats,
+        # so nothing is padded
+        self.frame_vertices = layout.total
+        self.plane_bytes = 0 if zero_copy else _align(12 * B * self.frame_vertices)
         out_bytes = 3 * self.plane_bytes
         mat_bytes = max(64, B * layout.matrices_per_frame * 64)
         # window (frames of matrices per uniform window, GpuBaker): the kernel reads them as a dynamic uniform
@@ -308,21 +319,43 @@ class _Slot:
         # the pose pass writes the matrices on the GPU (device-local); the CPU pose path writes them from the host
         self.matrices = (M.device_buffer(ctx, None, usage, size=mat_bytes, name="bake matrices (pose pass)")
                          if gpu_pose else M.host_buffer(ctx, mat_bytes, usage, name="bake matrices"))
-        if direct:
+        self.output = self.staging = None
+        if zero_copy:
+            pass
+        elif direct:
             self.output = M.host_buffer(ctx, out_bytes, M.STORAGE, name="bake output (host-visible)")
-            self.staging = None
         else:
             self.output = M.device_buffer(ctx, None, M.STORAGE | M.TRANSFER_SRC, size=out_bytes,
                                           name="bake output")
             self.staging = M.host_buffer(ctx, out_bytes, M.TRANSFER_DST, name="bake readback")
-        matrices = (self.matrices, 0, 64 * BAKE_UBO_MATRICES) if window else self.matrices
-        # a descriptor set per (pipeline, source): the pipelines' mode (None: the one pipeline of every mode)
-        self.sets = {(mode, key): pipe.make_set({"source": buf, "items": items, "matrices": matrices,
-                                                 "output": self.output})
-                     for mode, pipe in pipelines.items() for key, buf in sources.items()}
+        self._inputs = {"items": items, "matrices": (self.matrices, 0, 64 * BAKE_UBO_MATRICES) if window
+                        else self.matrices}
+        self._pipelines, self._sources = pipelines, sources
+        # a descriptor set per (pipeline, source): the pipelines' mode (None: the one pipeline of every mode);
+        # made here with the slot's own planes, or by the first bake's point_at (zero_copy)
+        self.sets: dict = {}
+        if not zero_copy:
+            self._point({p: (self.output, 0, self.plane_bytes) for p in _PLANES})
         self.cb = ctx.allocate_command_buffer()
         self.fence = call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None)
         self.busy: tuple[int, int, int] | None = None      # (first frame, frames, serial) while in flight
+
+    def _point(self, planes: dict) -> None:
+        for mode, pipe in self._pipelines.items():
+            for key, buf in self._sources.items():
+                if (mode, key) in self.sets:
+                    pipe.update_set(self.sets[(mode, key)], planes)
+                else:
+                    self.sets[(mode, key)] = pipe.make_set({"source": buf, **self._inputs, **planes})
+
+    def point_at(self, result: _ZeroCopyResult) -> None:
+        """This bake's result (zero_copy): the three planes' bindings at its imported buffer, a window of
+        ``result.window_bytes`` each (placed per batch by dynamic offsets). The slot must be idle."""
+        self._point({p: (result.imported, 0, result.window_bytes) for p in _PLANES})
+
+    def out_offsets(self) -> tuple[list[int], int]:
+        """The planes' dynamic offsets and the kernel's float shift for a batch in the slot's own planes."""
+        return [k * self.plane_bytes for k in range(3)], 0
 
     def planes(self, n: int, V: int) -> np.ndarray:
         """(3, n, V, 3) float32 view of the mapped planes of a batch of n frames (positions, normals, tangents):
@@ -332,14 +365,10 @@ class _Slot:
                                                (self.plane_bytes, 12 * self.frame_vertices, 12, 4), writeable=False)
 
     def copy_into(self, planes: np.ndarray, first: int, n: int) -> None:
-        """The batch's n frames into ``planes[:, first:first + n]`` ((3, F, V, 3), the result): one copy where the
-        instances are contiguous in the planes, else one per instance (``starts``)."""
-        if self.starts is None:
+        """The batch's n frames into ``planes[:, first:first + n]`` ((3, F, V, 3), the result): one copy (nothing
+        with zero_copy, where the kernel wrote them there)."""
+        if not self.zero_copy:
             planes[:, first:first + n] = self.planes(n, planes.shape[2])
-            return
-        raw = self.planes(n, self.frame_vertices)
-        for sl, start in zip(self.slices, self.starts):
-            planes[:, first:first + n, sl] = raw[:, :, start:start + sl.stop - sl.start]
 
     def record_readback(self, cb, n: int, V: int) -> None:
         """After the batch's writes: their bytes to host-visible memory (the copy on a discrete GPU), visible to
@@ -347,7 +376,7 @@ class _Slot:
         from .gpu import barriers
         from .gpu.vk import vk
 
-        if self.direct:
+        if self.direct or self.zero_copy:
             barriers.record(cb, barriers.COMPUTE_AND_TRANSFER_TO_HOST)
             return
         barriers.record(cb, barriers.COMPUTE_TO_TRANSFER)
@@ -370,6 +399,64 @@ class _Slot:
                 b.destroy()
 
 
+class _ZeroCopyResult:
+    """A bake's (3, F, V, 3) float32 result in host memory that the device imports (VK_EXT_external_memory_host,
+    ``memory.HostImport``), so the kernel writes every batch's frames into it in their final layout: no output
+    buffer, no staging, no host copy. Allocated at the device's minImportedHostPointerAlignment
+    (``memory.aligned_host_bytes``); the planes (positions, normals, tangents, each (F, V, 3) C-contiguous, the
+    ``Bake``'s arrays) are ``plane_bytes`` apart, a multiple of minStorageBufferOffsetAlignment, so one float
+    shift serves all three windows of a batch. The kernel sees a window of ``window_bytes`` per plane (a batch of
+    frames and the alignment's slack, within maxStorageBufferRange), placed per batch by dynamic offsets; the
+    allocation extends one window past the last plane so that every window lies inside the buffer (never
+    written there). ``release()`` frees the import (after the last fence: the bake waits for it first); the
+    arrays stay the ``Bake``'s."""
+
+    def __init__(self, ctx, F: int, V: int, B: int):
+        from .gpu import memory as M
+
+        self.V = V
+        self.align = int(ctx.info.limits.get("minStorageBufferOffsetAlignment", 16))
+        self.plane_bytes, self.window_bytes, total = self.sizes(self.align, F, V, B)
+        self.bytes = M.aligned_host_bytes(total, ctx.host_import_alignment)
+        self.planes = np.lib.stride_tricks.as_strided(self.bytes.view(np.float32), (3, F, V, 3),
+                                                      (self.plane_bytes, 12 * V, 12, 4))
+        self.imported = M.HostImport(ctx, self.bytes, M.STORAGE, name="bake result (imported host memory)")
+
+    @staticmethod
+    def sizes(align: int, F: int, V: int, B: int) -> tuple[int, int, int]:
+        """(plane stride, window bytes, allocation bytes before rounding to the import alignment)."""
+        plane = -(-12 * F * V // align) * align
+        window = 12 * B * V + align
+        return plane, window, 3 * plane + window
+
+    def offsets(self, first: int) -> tuple[list[int], int]:
+        """The three planes' dynamic offsets for a batch from frame ``first`` on (aligned down), and the float
+        shift of that frame in each window."""
+        at = 12 * first * self.V
+        base = at - at % self.align
+        return [base + k * self.plane_bytes for k in range(3)], (at - base) // 4
+
+    def touch(self, first: int, n: int) -> None:
+        """Fault in the pages of frames [first, first + n) of the three planes from the host (one byte written
+        per page, inside that range only: no byte another batch's kernel writes), before the batch that writes
+        them is submitted (its submission orders these host writes before the kernel's). The first touch of
+        fresh pages is the zero-copy bake's largest cost after the kernel on lavapipe (a 256-frame bake into
+        already-faulted memory took 66-68 against 75-78 ms, ``bench/2026-12-02-lavapipe-bake-zerocopy.txt``); the
+        host thread takes it for batch k + 1 while the device runs batch k, instead of waiting on the fence
+        (there 75-78 against 85-89 ms wall without it)."""
+        for k in range(3):
+            start = k * self.plane_bytes + 12 * first * self.V
+            end = start + 12 * n * self.V
+            page = -(-start // 4096) * 4096
+            self.bytes[start:start + 1] = 0
+            self.bytes[page:end:4096] = 0
+
+    def release(self) -> None:
+        if self.imported is not None:
+            self.imported.destroy()
+            self.imported = None
+
+
 _WORDS = {"position": 0, "normal": 3, "tangent": 6, "joints": 12, "weights": 16}   # where bake.comp reads them
 
 
@@ -382,6 +469,21 @@ def _check_vertex_layout(dtype: np.dtype, word: int) -> None:
     wrong = [n for n, w in _WORDS.items() if n in o and o[n] != w]
     if wrong or dtype.itemsize % 16 or word % 4:
         raise GpuError(f"bake: vertex layout {dtype} (at word {word}) is not the one glsl/bake.comp reads")
+
+
+def _pose_group(ctx, B: int) -> int | None:
+    """Frames per workgroup of the bake's pose pass (``ClipPosePass(local_size=)``). A CPU device runs a workgroup
+    on one of its threads, so a batch's frames are split into one workgroup per host CPU (a multiple of 8 frames,
+    lavapipe's SIMD width on AVX2; at most the pass's 64): lavapipe posed a batch of 64 frames on one of its two
+    threads in one workgroup of 64; in two of 32 on both (bench/bake.py's pose pass alone: wall about half the
+    CPU where a core is free). Workgroups of 16, 8 or 4 frames were not faster there (4: twice the CPU). A GPU
+    keeps the pass's 64 (None)."""
+    import os
+
+    if ctx.info.device_type != "cpu":
+        return None
+    per_cpu = -(-B // max(1, os.cpu_count() or 1))
+    return int(min(64, max(8, -(-per_cpu // 8) * 8)))
 
 
 class _GpuPose:
@@ -409,8 +511,9 @@ class _GpuPose:
         self._owner = Owner(ctx, "bake pose")
         try:
             o = self._owner
+            group = _pose_group(ctx, B)
             self.pose = o.own(ClipPosePass(ctx, tables, entries, ibms, layout.matrices_per_frame,
-                                           max_sets=len(matrices), name="bake pose"))
+                                           max_sets=len(matrices), name="bake pose", local_size=group))
             roots = np.repeat(np.eye(4, dtype=np.float32)[None], B, 0)           # the scene's roots at the origin
             self.roots = o.own(M.device_buffer(ctx, roots, M.STORAGE, name="bake pose roots"))
             self.params = [o.own(M.host_buffer(ctx, 16 * B, M.STORAGE, name=f"bake pose frames slot {k}"))
@@ -452,13 +555,15 @@ class BakeResources:
     (``Model.close`` does)."""
 
     def __init__(self, model: Model, layout: _Layout, B: int, direct: bool, gpu_pose: bool = False,
-                 window: int = 0, split: bool = False):
+                 window: int = 0, split: bool = False, zero_copy: bool = False):
         from .gpu import memory as M
-        from .gpu.interface import BAKE, BAKE_ALIGNED_ID, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_UBO
+        from .gpu.interface import BAKE, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_UBO
         from .gpu.pipeline import ComputePipeline
 
         ctx = model.ctx
-        self.key = (layout.space, tuple(layout.skin), B, direct, gpu_pose, window, split)
+        self.key = (layout.space, tuple(layout.skin), B, direct, gpu_pose, window, split, zero_copy)
+        # zero_copy (_ZeroCopyResult): the slots have no outputs of their own, each bake binds its result array
+        self.zero_copy = zero_copy
         self.window = window          # frames per uniform window of matrices (bake_ubo.comp); 0: bake.comp
         # split (GpuBaker.split_modes): a pipeline per mode (the kernel specialized to it), the items of a source
         # sorted by mode and dispatched per mode; else one pipeline for every mode (each item's own)
@@ -468,12 +573,6 @@ class BakeResources:
         try:
             insts = model.instances
             order = layout.rest + layout.morphing
-            # split (CPU devices): every instance starts at a multiple of 4 vertices in the planes (_Slot.starts)
-            starts, at = ([], 0) if split else (None, 0)
-            if split:
-                for sl in layout.slices.values():
-                    starts.append(at)
-                    at += -(-(sl.stop - sl.start) // 4) * 4
             if split:                   # by source (in order of first use), then mode: a run per (source, mode)
                 src_of = [("rest" if not insts[k].is_morphing else id(insts[k].vertex_buffer)) for k in order]
                 first_use = {key: i for i, key in reversed(list(enumerate(src_of)))}
@@ -498,7 +597,7 @@ class BakeResources:
                         rest_bytes += bytes(-len(rest_bytes) % 16)
                     word = placed[id(inst.prim)]
                 _check_vertex_layout(dtype, word)
-                out = starts[k] if split else layout.slices[model.names[k]].start
+                out = layout.slices[model.names[k]].start
                 items[j] = (word, dtype.itemsize // 4, inst.prim.vertex_count, out, layout.modes[k],
                             layout.matrix[k], 0, 0)
                 mode = layout.modes[k] if split else None
@@ -516,16 +615,15 @@ class BakeResources:
             iface, sets = BAKE_UBO if window else BAKE, _SLOTS * max(1, len(sources))
             modes = sorted({g[4] for g in self.groups}) if split else [None]
             # split, a kernel per mode, is for CPU devices, which run both sides of a branch: there a skinned
-            # vertex reads all four joints (BAKE_SKIP_ZERO off) rather than branching on their weights, and the
-            # instances start at whole quads in the planes (BAKE_ALIGNED: no quad written component by component)
+            # vertex reads all four joints (BAKE_SKIP_ZERO off) rather than branching on their weights
             self.pipelines = {mode: self._own(ComputePipeline(
                 ctx, iface, max_sets=sets, specialization=None if mode is None else
-                {BAKE_MODE_ID: mode, BAKE_SKIP_ZERO_ID: 0, BAKE_ALIGNED_ID: 1}))
+                {BAKE_MODE_ID: mode, BAKE_SKIP_ZERO_ID: 0}))
                 for mode in modes}
             self.pipeline = next(iter(self.pipelines.values()))
             self.direct = direct
             self.slots = [self._own(_Slot(ctx, self.pipelines, B, layout, sources, self.items, direct, gpu_pose,
-                                          window, starts)) for _ in range(_SLOTS)]
+                                          window, zero_copy)) for _ in range(_SLOTS)]
             # the pose pass writing the slots' matrices (None: the host writes them, _Layout.matrices)
             self.pose = self._own(_GpuPose(model, layout, B, [s.matrices for s in self.slots])) if gpu_pose else None
         except BaseException:
@@ -567,9 +665,15 @@ class GpuBaker:
     """Bakes ``times`` of ``clip`` for a model in batches of B frames, two batches in flight (module docstring)."""
 
     def __init__(self, model: Model, space: str, skinning: bool = True, *, direct: bool | None = None,
-                 pose: str | None = None, window: int | None = None, split_modes: bool | None = None):
-        # direct: the kernel writes host-visible memory (no copy); None: where the device has host-cached
-        # device-local memory (gpu.memory.host_cached_device_memory); False forces the copy path.
+                 pose: str | None = None, window: int | None = None, split_modes: bool | None = None,
+                 zero_copy: bool | None = None):
+        # zero_copy: the kernel writes the bake's result array itself (host memory the device imports,
+        # _ZeroCopyResult: no output buffer, no staging, no host copy); None: wherever the context has
+        # VK_EXT_external_memory_host enabled and the bake fits (``zero_copy_refusal``); False: the slots' own
+        # outputs and a host copy per batch (below); True: zero copy or a UsageError saying why not.
+        # direct (without zero copy): the kernel writes host-visible memory (no device copy); None: where the
+        # device has host-cached device-local memory (gpu.memory.host_cached_device_memory); False forces the
+        # device's copy to staging.
         # pose: "gpu" (the pose pass, _GpuPose), "cpu" (PoseBatch on the host, per batch), None: the GPU wherever
         # it can pose the layout (``pose_refusal`` says why not where it cannot) for more than one frame (one
         # frame, Model.pose, is cheaper on the host than building the pass and its pipeline)
@@ -588,7 +692,9 @@ class GpuBaker:
             raise UsageError(f"bake: window must be None or an int >= 0 (frames per uniform window), got {window!r}")
         if not (split_modes is None or split_modes is True or split_modes is False):     # not 0 / 1 / 0.0
             raise UsageError(f"bake: split_modes must be None, True or False, got {split_modes!r}")
-        self.m, self.space, self.direct, self.pose = model, space, direct, pose
+        if not (zero_copy is None or zero_copy is True or zero_copy is False):
+            raise UsageError(f"bake: zero_copy must be None, True or False, got {zero_copy!r}")
+        self.m, self.space, self.direct, self.pose, self.zero_copy = model, space, direct, pose, zero_copy
         self.split_modes = model.ctx.info.device_type == "cpu" if split_modes is None else split_modes
         self.layout = _Layout(model, space, skinning)
         self.window = self.uniform_window(window)
@@ -628,17 +734,49 @@ class GpuBaker:
         B = batch_frames or max(1, min(1024, _BATCH_BYTES // per_frame, math.ceil(frames / _SLOTS)))
         return max(1, min(int(B), frames))
 
-    def _resources(self, B: int) -> BakeResources:
+    def zero_copy_refusal(self, frames: int, B: int) -> str | None:
+        """Why a bake of ``frames`` frames in batches of ``B`` cannot write its result array directly (None: it
+        can): the context has no VK_EXT_external_memory_host enabled (the device lacks it, or a borrowed device
+        was created without it: ``Context.from_external(device_extensions=)``); a batch's window of a plane is
+        over maxStorageBufferRange (128 MiB on lavapipe; batches are 16 MiB for three planes unless
+        ``batch_frames`` asks for more); or the whole result is over maxMemoryAllocationSize (2 GiB on lavapipe:
+        ~8,000 frames of RobotExpressive). Such bakes take the slots' outputs and a host copy per batch."""
+        ctx = self.m.ctx
+        if not ctx.host_import_alignment:
+            return "the context has no VK_EXT_external_memory_host enabled (host memory cannot be imported)"
+        lim = ctx.info.limits
+        _, window, total = _ZeroCopyResult.sizes(int(lim.get("minStorageBufferOffsetAlignment", 16)), frames,
+                                                 self.layout.total, B)
+        if window > int(lim.get("maxStorageBufferRange", 0)):
+            return f"a batch's plane window ({window} B) is over maxStorageBufferRange ({lim['maxStorageBufferRange']})"
+        most = int(lim.get("maxMemoryAllocationSize", 0) or 1 << 31)
+        if total + ctx.host_import_alignment > most:
+            return f"the result ({total} B) is over maxMemoryAllocationSize ({most} B)"
+        return None
+
+    def uses_zero_copy(self, frames: int, B: int) -> bool:
+        """Whether a bake of ``frames`` in batches of ``B`` writes its result directly (``zero_copy``). By default
+        only a result of at least ``_ZERO_COPY_MIN_BYTES``: the import and the descriptor updates cost a bake
+        ~1.5 ms (lavapipe: one frame of RobotExpressive, ``Model.pose``, 7.1 against 5.7 ms,
+        ``bench/2026-12-02-lavapipe-bake-zerocopy.txt``), the copy they save ~0.25 ms a MiB."""
+        why = self.zero_copy_refusal(frames, B) if self.zero_copy is not False else None
+        if self.zero_copy is True and why:
+            raise UsageError(f"bake: zero_copy=True but {why}")
+        big = 36 * frames * self.layout.total >= _ZERO_COPY_MIN_BYTES
+        return why is None and (self.zero_copy is True or (self.zero_copy is None and big))
+
+    def _resources(self, B: int, zero_copy: bool = False) -> BakeResources:
         from .gpu.memory import host_cached_device_memory
 
         direct = host_cached_device_memory(self.m.ctx) if self.direct is None else self.direct
         m, key = self.m, (self.space, tuple(self.layout.skin), B, direct, self.gpu_pose, self.window,
-                          self.split_modes)
+                          self.split_modes, zero_copy)
         cache = getattr(m, "_bake_cache", None)
         if isinstance(cache, BakeResources) and cache.key == key:
             return cache
         m._free_bake_cache()
-        m._bake_cache = BakeResources(m, self.layout, B, direct, self.gpu_pose, self.window, self.split_modes)
+        m._bake_cache = BakeResources(m, self.layout, B, direct, self.gpu_pose, self.window, self.split_modes,
+                                      zero_copy)
         return m._bake_cache
 
     def run(self, clip, times: np.ndarray, weights, batch_frames: int | None, progress) -> Bake:
@@ -647,16 +785,31 @@ class GpuBaker:
         m, F, lay = self.m, len(times), self.layout
         B = self.batch_size(F, batch_frames)
         self._decide(clip, F)
-        res = self._resources(B)
-        pose = res.pose
-        clip_index = pose.clip_index(clip) if pose is not None else None
-        if pose is not None and clip_index is None:
-            raise UsageError(f"bake: clip {clip.name!r} is not one of the scene's animations, which the pose pass "
-                             "holds (use pose='cpu')")
+        zero_copy = self.uses_zero_copy(F, B)
+        result = None
+        if zero_copy:
+            try:
+                result = _ZeroCopyResult(m.ctx, F, lay.total, B)
+            except GpuError:                            # the driver refused this memory: the copy path, unless forced
+                if self.zero_copy:
+                    raise
+                zero_copy = False
+        try:
+            res = self._resources(B, zero_copy)
+            pose = res.pose
+            clip_index = pose.clip_index(clip) if pose is not None else None
+            if pose is not None and clip_index is None:
+                raise UsageError(f"bake: clip {clip.name!r} is not one of the scene's animations, which the pose "
+                                 "pass holds (use pose='cpu')")
+        except BaseException:
+            if result is not None:                           # nothing was submitted: the import can go
+                result.release()
+            raise
         ct = clip_times(clip, times)
         batch = PoseBatch(m.scene) if pose is None and lay.needs_matrices else None
         W = frame_weights(m, clip, times, weights)
-        planes = np.empty((3, F, lay.total, 3), np.float32)   # one array: a batch is copied out in one go
+        # one array: the kernel's windows of it (zero copy), or a batch copied out in one go
+        planes = result.planes if result is not None else np.empty((3, F, lay.total, 3), np.float32)
         out = Bake(times, planes[0], planes[1], self.space, dict(lay.slices),
                    {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(m.names, m.instances)},
                    planes[2])
@@ -665,6 +818,10 @@ class GpuBaker:
         # excluded): ``batch_host_cpu`` after the run; bench/bake.py compares pose="gpu" with pose="cpu"
         self.batch_host_cpu = res.batch_host_cpu = host_cpu = []
         try:
+            if result is not None:                           # every slot is idle: its sets at this result
+                for slot in res.slots:
+                    slot.point_at(result)
+                result.touch(0, min(B, F))
             for k, first in enumerate(range(0, F, B)):
                 s = k % _SLOTS
                 slot = res.slots[s]
@@ -678,11 +835,14 @@ class GpuBaker:
                     mats = lay.matrices(batch, times[first:first + n], clip)
                     slot.matrices.mapped[:mats.nbytes] = np.ascontiguousarray(mats.transpose(0, 1, 3, 2)) \
                         .view(np.uint8).reshape(-1)          # std430 mat4 is column-major
-                self._record(res, slot, s, W[first:first + n], n)
+                outs = result.offsets(first) if result is not None else slot.out_offsets()
+                self._record(res, slot, s, W[first:first + n], n, outs)
                 serial = m.ctx.last_serial
                 m.ctx.submit([slot.cb], fence=slot.fence)
                 host_cpu.append(_time.thread_time() - c0)
                 slot.busy = (first, n, serial)
+                if result is not None and first + n < F:     # the next batch's pages, while this one runs
+                    result.touch(first + n, min(B, F - first - n))
                 other = res.slots[(k + 1) % _SLOTS]
                 if other.busy is not None:                   # batch k-1, copied out while the GPU runs batch k
                     bar_n = other.busy[1]
@@ -702,6 +862,8 @@ class GpuBaker:
                     slot.busy = None
             raise
         finally:
+            if result is not None:                           # nothing in flight any more: the import can go
+                result.release()
             if bar is not None:
                 bar.close()
         # leave the runtime's weights and the model's skeleton at the last frame (Model.pose reads its bounds there)
@@ -709,7 +871,8 @@ class GpuBaker:
         m._apply(clip, times[-1] if clip is not None else None, weights)
         return out
 
-    def _record(self, res: BakeResources, slot: _Slot, s: int, W: np.ndarray, n: int) -> None:
+    def _record(self, res: BakeResources, slot: _Slot, s: int, W: np.ndarray, n: int,
+                outs: tuple[list[int], int]) -> None:
         from .gpu import barriers
         from .gpu.interface import BAKE_PUSH
         from .gpu.memory import cffi_pointer
@@ -719,7 +882,7 @@ class GpuBaker:
         lay = self.layout
         push = np.zeros(1, BAKE_PUSH)
         push["matrices_per_frame"], push["frame_vertices"] = lay.matrices_per_frame, slot.frame_vertices
-        push["plane_floats"] = slot.plane_bytes // 4
+        out_offsets, push["out_shift"] = outs          # the planes' windows of this batch (dynamic offsets)
         vk.vkResetCommandBuffer(cb, 0)
         m.ctx.begin(cb, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         barriers.record(cb, barriers.READBACK_TO_BAKE_WRITES)
@@ -738,8 +901,8 @@ class GpuBaker:
             step = window or frames
             for first in range(frame_first, frame_first + frames, step):
                 n_f = min(step, frame_first + frames - first)
-                x, per_group = _shape(cpu, pipe.groups(max_v // 4 + 2), n_f)   # quads of 4 vertices
-                pipe.bind(cb, slot.sets[(mode, key)], [first * stride] if window else None)
+                x, per_group = _shape(cpu, pipe.groups(-(-max_v // 4)), n_f)   # quads of 4 vertices
+                pipe.bind(cb, slot.sets[(mode, key)], ([first * stride] if window else []) + out_offsets)
                 push["item_first"], push["frame_first"], push["frame_count"] = item_first, first, n_f
                 push["frames_per_group"], push["matrix_frame"] = per_group, first if window else 0
                 pipe.push(cb, cffi_pointer(push))
@@ -910,24 +1073,48 @@ def bake_numpy_fast(model: Model, clip=None, times=None, weights=None, space: st
 
 # ---------------------------------------------------------------------- throughput
 def readback_limit(model: Model, frames: int, *, batch_frames: int | None = None, repeats: int = 5) -> list[float]:
-    """Seconds per repeat of the readback alone for ``frames`` frames of this model, through the bake's own
-    slots (batch size, two in flight) and readback (``_Slot.record_readback``): on a discrete GPU one
-    vkCmdCopyBuffer of the batch's three output planes from device-local to host-visible memory, the fence and
-    the host's one copy into the result arrays; on a device with host-cached device-local memory (lavapipe) the
-    bake's kernel writes host-visible memory itself, so its limit is the fence and the host copy alone. Nothing
-    is computed: the bytes the bake must bring back, at the device's and host's copy speed.
-    ``frames x vertices / seconds`` is the limit a bake can approach."""
+    """Seconds per repeat of the least work that brings a bake's bytes to the host, for ``frames`` frames of this
+    model: per repeat the fastest of ``readback_limits``' three ways (each warmed up, the same repeat's
+    measurements compared), so the limit is the hardest of them for the bake to approach, whichever path it
+    takes. ``frames x vertices / seconds`` is the limit a bake can approach."""
+    parts = readback_limits(model, frames, batch_frames=batch_frames, repeats=repeats)
+    return [min(r) for r in zip(*parts.values())]
+
+
+def readback_limits(model: Model, frames: int, *, batch_frames: int | None = None,
+                    repeats: int = 5) -> dict[str, list[float]]:
+    """Seconds per repeat (after a warm-up) of three ways to get the bake's result bytes into a fresh result array,
+    nothing computed:
+
+    * ``copy``: the copy path's readback, through the bake's own slots (batch size, two in flight) and
+      ``_Slot.record_readback``: on a discrete GPU one vkCmdCopyBuffer of the batch's three output planes from
+      device-local to host-visible memory, on a device with host-cached device-local memory nothing; then the
+      fence and the host's one copy of the batch into the result;
+    * ``write``: the zero-copy bake's floor, every byte of a fresh result array (allocated as the zero-copy bake
+      allocates it, ``_ZeroCopyResult``'s aligned host memory) written once by numpy, one thread: what a bake
+      that writes its result in place cannot avoid (the first touch of fresh pages is part of it, as in a bake);
+    * ``write_threads``: the same writes split over the host's CPUs (numpy releases the GIL), as the device's
+      threads (lavapipe: one per core) write in a zero-copy bake.
+    """
+    import os
+    import threading
+
     from .gpu import barriers
+    from .gpu import memory as M
     from .gpu.vk import vk
 
-    baker = GpuBaker(model, "world")
+    baker = GpuBaker(model, "world", zero_copy=False)
     B = baker.batch_size(frames, batch_frames)
     res = baker._resources(B)
     V = baker.layout.total
-    planes = np.empty((3, frames, V, 3), np.float32)
-    secs = []
-    for _ in range(repeats + 1):
-        t0 = _time.perf_counter()
+    align = max(model.ctx.host_import_alignment, 4096)
+
+    def fresh() -> np.ndarray:
+        plane, _, total = _ZeroCopyResult.sizes(16, frames, V, B)
+        raw = M.aligned_host_bytes(total, align)
+        return np.lib.stride_tricks.as_strided(raw.view(np.float32), (3, frames, V, 3), (plane, 12 * V, 12, 4))
+
+    def copy(planes) -> None:
         busy: list = [None] * _SLOTS
         for k, first in enumerate(range(0, frames, B)):
             s = k % _SLOTS
@@ -950,8 +1137,29 @@ def readback_limit(model: Model, frames: int, *, batch_frames: int | None = None
         for s in range(_SLOTS):
             if busy[s] is not None:
                 _readback_collect(model, res.slots[s], busy[s], planes, V)
-        secs.append(_time.perf_counter() - t0)
-    return secs[1:]                                        # the first repeat warms up
+
+    def write(planes) -> None:
+        planes.fill(1.0)
+
+    def write_threads(planes) -> None:
+        cuts = np.linspace(0, frames, max(1, os.cpu_count() or 1) + 1).astype(int)
+        threads = [threading.Thread(target=planes[:, a:b].fill, args=(1.0,)) for a, b in zip(cuts[:-1], cuts[1:])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    ways = {"copy": copy, "write": write, "write_threads": write_threads}
+    secs: dict[str, list[float]] = {k: [] for k in ways}
+    for r in range(repeats + 1):                     # the first repeat warms up
+        for name, fn in ways.items():
+            planes = fresh()                         # fresh memory each time, as each bake's result
+            t0 = _time.perf_counter()
+            fn(planes)
+            if r:
+                secs[name].append(_time.perf_counter() - t0)
+            del planes
+    return secs
 
 
 def _readback_collect(model, slot, busy, planes, V) -> None:
@@ -975,7 +1183,8 @@ def _timed(fn, repeats: int) -> tuple[list[float], list[float], object]:
 def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str = "world",
                             model: Model | None = None, repeats: int = 5) -> dict:
     """Baking throughput: frames x vertices per second of the GPU bake, of the numpy baseline
-    (``bake_numpy_fast``) and of the readback alone (``readback_limit``), each warmed up and timed ``repeats``
+    (``bake_numpy_fast``) and of the readback limit (``readback_limits``' three ways, the fastest per repeat:
+    ``readback_*_s`` each, ``readback_s`` the limit), each warmed up and timed ``repeats``
     times (medians and min-max); the GPU/numpy ratio per repeat pair, the fraction of the readback limit, and
     the largest difference from the numpy reference ``bake_numpy`` (first frames). Used by ``vkmorph bench``."""
     from .model import open as open_model
@@ -993,7 +1202,9 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
         hw, hc, _ = _timed(lambda: GpuBaker(m, space, pose="cpu").run(c, times, None, None, False), repeats)
         host_cpu_pose = list(m._bake_cache.batch_host_cpu)
         nw, nc, fast = _timed(lambda: bake_numpy_fast(m, clip=name, times=times, space=space), repeats)
-        limit = readback_limit(m, frames, repeats=repeats)
+        parts = readback_limits(m, frames, repeats=repeats)
+        limit = [min(r) for r in zip(*parts.values())]           # readback_limit: the fastest way per repeat
+        zero_copy = GpuBaker(m, space).uses_zero_copy(frames, GpuBaker(m, space).batch_size(frames, None))
         n_ref = max(2, min(frames, 8))
         ref_times = times[np.linspace(0, frames - 1, n_ref).astype(int)]
         ref = bake_numpy(m, clip=name, times=ref_times, space=space)
@@ -1014,6 +1225,7 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
                 "numpy_s": float(np.median(nw)), "numpy_s_min": min(nw), "numpy_s_max": max(nw),
                 "numpy_cpu_s": float(np.median(nc)),
                 "readback_s": float(np.median(limit)), "readback_s_min": min(limit), "readback_s_max": max(limit),
+                **{f"readback_{k}_s": float(np.median(v)) for k, v in parts.items()}, "zero_copy": zero_copy,
                 "gpu_vps": fv / med, "numpy_vps": fv / float(np.median(nw)),
                 "readback_vps": fv / float(np.median(limit)),
                 "speedup": float(np.median(ratios)), "speedup_min": min(ratios), "speedup_max": max(ratios),

@@ -24,7 +24,9 @@ struct BakeItem {  // 32 bytes, interface.BAKE_ITEM
 layout(std430, set = 0, binding = 0) readonly buffer Source { uvec4 quads[]; } src;
 layout(std430, set = 0, binding = 1) readonly buffer Items { BakeItem items[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Matrices { mat4 matrices[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer Out { vec4 values[]; } dst;
+layout(std430, set = 0, binding = 3) writeonly buffer Out0 { float values[]; } out0;
+layout(std430, set = 0, binding = 4) writeonly buffer Out1 { float values[]; } out1;
+layout(std430, set = 0, binding = 5) writeonly buffer Out2 { float values[]; } out2;
 
 layout(push_constant) uniform Push {
     uint itemFirst;         // workgroup y = item_first + item
@@ -32,7 +34,7 @@ layout(push_constant) uniform Push {
     uint frameCount;
     uint framesPerGroup;    // workgroup z covers frames_per_group of them
     uint matricesPerFrame;
-    uint frameVertices;     // vertices between two frames of a plane: a multiple of 4 (padded)
-    uint planeFloats;       // floats between the position, normal and tangent planes (a multiple of 4)
+    uint frameVertices;     // vertices between two frames of a plane
+    uint outShift;          // float of the batch's first frame in each bound plane window (its dynamic offset's rest)
     uint matrixFrame;       // the frame whose matrices are matrices[0] (the bound window's first; 0: the batch's)
 } pc;

@@ -3,7 +3,7 @@
 // crowd animation: clip channels sampled per instance into palettes
 // Included by: crowd_anim.comp
 
-layout(local_size_x = 64) in;
+layout(local_size_x = 64, local_size_x_id = 0) in;
 
 const uint MAX_NODES = 128;
 

@@ -100,9 +100,9 @@ def test_progress_bar_only_when_asked_or_long_on_a_terminal():
 
 @pytest.mark.parametrize("model", [ROBOT], indirect=True)
 def test_direct_and_copied_readbacks_both_match_the_reference(model):
-    """The kernel writing host-visible memory itself (lavapipe: host-cached device-local memory) and the
-    discrete-GPU path (device-local output, one vkCmdCopyBuffer per batch) give the reference's bake; batches
-    of 3 frames over two slots, so each slot is rewritten after its readback."""
+    """The copy path (zero_copy=False): the kernel writing host-visible memory itself (lavapipe: host-cached
+    device-local memory) and the discrete-GPU path (device-local output, one vkCmdCopyBuffer per batch) give the
+    reference's bake; batches of 3 frames over two slots, so each slot is rewritten after its readback."""
     from vkmorph.bake import GpuBaker
     from vkmorph.gpu.memory import host_cached_device_memory
 
@@ -110,8 +110,8 @@ def test_direct_and_copied_readbacks_both_match_the_reference(model):
     times = np.linspace(0.0, 2.0, 8)
     ref = bake_numpy(model, clip="Wave", times=times, space="world")
     for direct in (True, False):
-        gpu = GpuBaker(model, "world", direct=direct).run(clip, times, None, 3, False)
-        assert model._bake_cache.direct is direct
+        gpu = GpuBaker(model, "world", direct=direct, zero_copy=False).run(clip, times, None, 3, False)
+        assert model._bake_cache.direct is direct and not model._bake_cache.zero_copy
         assert all(s.staging is None for s in model._bake_cache.slots) is direct
         _close(gpu, ref)
     if model.ctx.info.device_type == "cpu":
@@ -263,7 +263,7 @@ def test_a_kernel_per_mode_matches_the_one_kernel_and_the_reference(model):
     kernel; the default splits on a CPU device only."""
     from vkmorph.bake import GpuBaker
     from vkmorph.gpu import memory as M
-    from vkmorph.gpu.interface import BAKE_ALIGNED_ID, BAKE_ANY, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID
+    from vkmorph.gpu.interface import BAKE_ANY, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID
 
     clip = model.scene.clip("Wave")
     times = np.linspace(0.0, 2.0, 12)
@@ -274,7 +274,7 @@ def test_a_kernel_per_mode_matches_the_one_kernel_and_the_reference(model):
             one = GpuBaker(model, space, skinning, window=window, split_modes=False)
             a = one.run(clip, times, {name: 0.8}, 5, False)
             res = model._bake_cache
-            assert list(res.pipelines) == [None] and not res.split and res.slots[0].starts is None
+            assert list(res.pipelines) == [None] and not res.split
             split = GpuBaker(model, space, skinning, window=window, split_modes=True)
             rest = split.layout.rest                          # interleave the modes (the sort must regroup them)
             rest[:] = rest[::2] + rest[1::2][::-1]
@@ -282,12 +282,8 @@ def test_a_kernel_per_mode_matches_the_one_kernel_and_the_reference(model):
             res = model._bake_cache
             modes = {split.layout.modes[k] for k in range(len(split.layout.modes))}
             assert res.split and set(res.pipelines) == modes
-            assert all(p.specialization == {BAKE_MODE_ID: m, BAKE_SKIP_ZERO_ID: 0, BAKE_ALIGNED_ID: 1}
+            assert all(p.specialization == {BAKE_MODE_ID: m, BAKE_SKIP_ZERO_ID: 0}
                        for m, p in res.pipelines.items())
-            starts = res.slots[0].starts                      # each instance at whole quads in the planes
-            assert all(st % 4 == 0 for st in starts) and starts == sorted(starts)
-            assert [b - a for a, b in zip(starts, starts[1:])] == [
-                -(-(sl.stop - sl.start) // 4) * 4 for sl in list(split.layout.slices.values())[:-1]]
             table = M.readback(model.ctx, res.items, BAKE_ITEM)
             for _, first, count, _, mode in res.groups:       # each dispatch group: one source, one mode
                 assert mode != BAKE_ANY and set(table["mode"][first:first + count].tolist()) == {mode}
@@ -326,3 +322,26 @@ def test_bad_split_modes_is_one_line(model):
     for bad in (1, 0, 0.0):                    # equal to True / False, but not them
         with pytest.raises(UsageError, match="split_modes must be None, True or False"):
             GpuBaker(model, "world", split_modes=bad)
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_the_pose_pass_in_workgroups_of_a_few_frames_matches_the_host_pose(model, monkeypatch):
+    """On a CPU device the pose pass runs a batch in one workgroup per host CPU (``_pose_group``: multiples of 8
+    frames, at most 64): batches of 64 and of 20 frames (workgroups of 32 and 16 on two CPUs, the last one
+    partial; 64 and 24 on one) against the host's pose, which reads the same clip."""
+    import os
+
+    from vkmorph import bake as B
+
+    clip = model.scene.clip("Dance")
+    times = np.linspace(0.0, clip.duration, 70)
+    host = B.GpuBaker(model, "world", pose="cpu").run(clip, times, None, 64, False)
+    expected = {1: {64: 64, 20: 24}, 2: {64: 32, 20: 16}}
+    for cpus in (2, 1):
+        monkeypatch.setattr(os, "cpu_count", lambda c=cpus: c)
+        for batch in (64, 20):
+            gpu = B.GpuBaker(model, "world", pose="gpu").run(clip, times, None, batch, False)
+            group = model._bake_cache.pose.pose.local_size
+            if model.ctx.info.device_type == "cpu":
+                assert group == B._pose_group(model.ctx, batch) == expected[cpus][batch]
+            _close(gpu, host, pos=1e-5, unit=1e-5)

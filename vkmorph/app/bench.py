@@ -38,10 +38,9 @@ max(numpy)/min(morph). ``max_error``: the GPU against the dense float64 referenc
 Also per case: CPU build time of the runtime (layout + upload), GPU memory (and the previous CSR layout's, and
 dense storage's).
 Baking: ``vkmorph.bake.measure_bake_throughput`` on RobotExpressive's first clip (world space): the GPU bake,
-the numpy baseline and the readback alone (the bake's own readback of the same bytes: on a device with
-host-cached device-local memory the host's copy out of the mapped output, else vkCmdCopyBuffer to host memory and
-that copy), each warmed up and timed BAKE_REPEATS times, frame-vertices per second with min-max, wall and
-process CPU time.
+the numpy baseline and the readback limit (``vkmorph.bake.readback_limits``, per repeat the fastest of: the copy
+path's readback through the bake's slots, numpy writing every byte of a fresh result once, and that on all CPUs),
+each warmed up and timed BAKE_REPEATS times, frame-vertices per second with min-max, wall and process CPU time.
 CPU per frame: ``MorphRuntime.record`` for N primitives, recorded without submitting, with the weights
 unchanged, all changed through the bulk ``pose.set_flat``, and all changed node by node (``pose.set_weights``):
 thread CPU time (the figure the goals use) beside wall time, median and min-max.

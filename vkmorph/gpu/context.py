@@ -40,12 +40,16 @@ from .validation import (
 from .vk import call, ffi, vk
 
 # names other modules import from here (their homes are ownership.py, validation.py, device_info.py)
-__all__ = ["API_VERSION", "OUTPUT_ALIGNMENT", "REQUIRED_FEATURES", "Context", "DeviceInfo", "Owner",
-           "ValidationMessage", "validation_requested"]
+__all__ = ["API_VERSION", "HOST_MEMORY_EXTENSION", "OUTPUT_ALIGNMENT", "REQUIRED_FEATURES", "Context", "DeviceInfo",
+           "Owner", "ValidationMessage", "validation_requested"]
 
 API_VERSION = (1, 2)            # the SPIR-V is compiled for the Vulkan 1.2 environment
 REQUIRED_FEATURES: tuple[str, ...] = ()   # VkPhysicalDeviceFeatures fields the kernels need (none today)
 OUTPUT_ALIGNMENT = 256          # morph outputs sit at 256-byte offsets bound as storage buffers
+# enabled wherever the device offers it (Context.create) or the host says it enabled it (from_external's
+# device_extensions): a bake's result array, numpy memory, imported as the buffer its kernel writes
+# (memory.HostImport: no staging, no copy); ``Context.host_import_alignment`` is 0 where it is not enabled
+HOST_MEMORY_EXTENSION = "VK_EXT_external_memory_host"
 
 _DEVICE_TYPE_RANK = {
     vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
@@ -106,6 +110,10 @@ class Context:
         self._extra_instance_extensions: list[str] = []
         self._extra_device_extensions: list[str] = []
         self.max_anisotropy = 0.0   # > 0 when samplerAnisotropy was enabled on a device vkmorph created
+        # minImportedHostPointerAlignment where VK_EXT_external_memory_host is enabled on the device (host memory
+        # can be imported: memory.HostImport), else 0
+        self.host_import_alignment = 0
+        self._host_import_enabled = False
         self.pipeline_cache = None       # the host's VkPipelineCache (or None)
         self.allocator = None            # memory.Allocator, made with the first buffer
         self._set_name_fn = None         # vkSetDebugUtilsObjectNameEXT when debug utils are enabled
@@ -168,7 +176,8 @@ class Context:
     @classmethod
     def from_external(cls, instance, physical_device, device, queue, queue_family_index: int, *,
                       api_version: int | None = None, enabled_features=None, graphics: bool = False,
-                      pipeline_cache=None, debug_utils: bool = False) -> Context:
+                      pipeline_cache=None, debug_utils: bool = False,
+                      device_extensions: Sequence[str] = ()) -> Context:
         """Wrap a host's handles. vkmorph never destroys them, never submits to ``queue`` and never waits on
         ``device``; only what it creates is released, in destroy().
 
@@ -179,7 +188,9 @@ class Context:
         when None the device's supported features are checked) has every feature in REQUIRED_FEATURES; the
         device's minStorageBufferOffsetAlignment divides 256. ``pipeline_cache``: the host's VkPipelineCache,
         used for every pipeline vkmorph creates. ``debug_utils=True`` when the host enabled VK_EXT_debug_utils:
-        vkmorph then names its objects ("vkmorph: morph deltas").
+        vkmorph then names its objects ("vkmorph: morph deltas"). ``device_extensions``: the device extensions
+        the host enabled; vkmorph uses VK_EXT_external_memory_host when it is among them (a bake then writes its
+        result array directly, ``vkmorph.bake``), and does without it otherwise.
         """
         self = cls()
         self.instance, self.physical_device, self.device, self.queue = instance, physical_device, device, queue
@@ -192,6 +203,7 @@ class Context:
                              f"got {queue_family_index!r}") from None
         self._check_external(api_version, enabled_features, graphics)
         self.pipeline_cache = pipeline_cache
+        self._host_import_enabled = HOST_MEMORY_EXTENSION in set(device_extensions)
         try:
             self._finish_init()
             if debug_utils:
@@ -252,6 +264,15 @@ class Context:
                     "maxUniformBufferRange": lim.maxUniformBufferRange,
                     "minUniformBufferOffsetAlignment": lim.minUniformBufferOffsetAlignment},
         )
+        # Vulkan 1.1 properties through vkGetPhysicalDeviceProperties2: the largest allocation, and (where the
+        # extension is enabled) the alignment of imported host pointers and sizes
+        host = vk.VkPhysicalDeviceExternalMemoryHostPropertiesEXT()
+        m3 = vk.VkPhysicalDeviceMaintenance3Properties(pNext=host if self._host_import_enabled else ffi.NULL)
+        props2 = vk.VkPhysicalDeviceProperties2(pNext=m3)
+        vk.vkGetPhysicalDeviceProperties2(self.physical_device, props2)
+        self.info.limits["maxMemoryAllocationSize"] = int(m3.maxMemoryAllocationSize)
+        if self._host_import_enabled:
+            self.host_import_alignment = int(host.minImportedHostPointerAlignment)
         self._memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
         if self._owns_device:  # only owned contexts submit work of their own
             self.command_pool = call("vkCreateCommandPool", self.device, vk.VkCommandPoolCreateInfo(
@@ -351,6 +372,9 @@ class Context:
         if missing:
             raise GpuError(f"the device lacks extensions {missing}")
         exts = list(self._extra_device_extensions)
+        if HOST_MEMORY_EXTENSION in available and HOST_MEMORY_EXTENSION not in exts:
+            exts.append(HOST_MEMORY_EXTENSION)
+        self._host_import_enabled = HOST_MEMORY_EXTENSION in exts
         offered = vk.vkGetPhysicalDeviceFeatures(self.physical_device)
         # anisotropic texture filtering where the device offers it (samplers read ctx.max_anisotropy)
         features = vk.VkPhysicalDeviceFeatures(samplerAnisotropy=offered.samplerAnisotropy)

@@ -33,6 +33,7 @@ from ..morph.gpu_data import BLOCK_ENTRY, CHUNK, CHUNK_HEADER
 # descriptor kinds
 STORAGE, UNIFORM, SAMPLER = "storage", "uniform", "sampler"
 UNIFORM_ARRAY = "uniform_array"   # a dynamic uniform buffer holding one sized array (Binding.count elements)
+STORAGE_DYNAMIC = "storage_dynamic"   # a storage buffer whose offset is given at bind time (a dynamic offset)
 # shader stages
 COMPUTE, VERTEX, FRAGMENT = "compute", "vertex", "fragment"
 
@@ -173,6 +174,8 @@ class ShaderInterface:
     bindings: tuple[Binding, ...] = ()
     push: PushConstants | None = None
     local_size: int | None = None            # compute: local_size_x
+    # compute: the specialization constant id that overrides local_size_x at pipeline creation (None: fixed)
+    local_size_id: int | None = None
     vertex: np.dtype | None = None           # vertex inputs: one attribute per field
     vertex_location: int = 0                 # location of the first field (a second vertex binding)
     constants: tuple[tuple[str, str, float | int], ...] = ()   # (GLSL type, NAME, value)
@@ -365,6 +368,10 @@ CROWD_SKIN = ShaderInterface(
 CROWD_ANIM_PUSH = np.dtype([("time", "<f4")] + [(n, "<u4") for n in (
     "first_instance", "instance_count", "node_count", "entry_count", "palette_width")])
 CROWD_ANIM_MAX_NODES = 128    # private world-matrix array per thread (a scene with more nodes is refused)
+# the pass's workgroup size is a specialization constant (constant_id CROWD_ANIM_LOCAL_SIZE_ID, default 64):
+# render.crowd_anim.ClipPosePass(local_size=) makes smaller workgroups where a few poses must spread over the
+# device's threads (the bake's batch of 64 frames on lavapipe, which runs a workgroup on one thread)
+CROWD_ANIM_LOCAL_SIZE_ID = 0
 CROWD_ANIM = ShaderInterface(
     "crowd_anim", ("crowd_anim.comp",), "crowd animation: clip channels sampled per instance into palettes",
     bindings=(Binding("channels", 0, STORAGE, (COMPUTE,), "uvec4", "readonly"),     # mode, first time, keys, value
@@ -383,7 +390,7 @@ CROWD_ANIM = ShaderInterface(
         ("time", "the crowd's clock (s): instance time = phase + speed x time, wrapped by its clip's duration"),
         ("entry_count", "palette entries (joint of a distinct skin) per instance"),
         ("palette_width", "mat4s between instances' palettes"))), (COMPUTE,)),
-    local_size=64,
+    local_size=64, local_size_id=CROWD_ANIM_LOCAL_SIZE_ID,
     constants=(("uint", "MAX_NODES", CROWD_ANIM_MAX_NODES),))
 
 COPY = ShaderInterface(
@@ -401,13 +408,12 @@ COPY = ShaderInterface(
 BAKE_ITEM = np.dtype([(n, "<u4") for n in ("source_word", "stride_words", "vertex_count", "out_vertex", "mode",
                                             "matrix", "pad0", "pad1")])
 BAKE_PUSH = np.dtype([(n, "<u4") for n in ("item_first", "frame_first", "frame_count", "frames_per_group",
-                                            "matrices_per_frame", "frame_vertices", "plane_floats", "matrix_frame")])
+                                            "matrices_per_frame", "frame_vertices", "out_shift", "matrix_frame")])
 BAKE_COPY, BAKE_RIGID, BAKE_SKINNED = 0, 1, 2       # BAKE_ITEM.mode
 # the bake kernel's specialization constants: BAKE_MODE (constant_id BAKE_MODE_ID), one of the modes (a pipeline
 # for the items of that mode only: the other modes' code folds away) or BAKE_ANY (each item's own, the default);
-# BAKE_SKIP_ZERO (constant_id BAKE_SKIP_ZERO_ID, a bool: 1 skips the reads of zero-weight joints, the default);
-# BAKE_ALIGNED (BAKE_ALIGNED_ID, a bool: 1 when every item starts at a multiple of 4 vertices in the planes)
-BAKE_ANY, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_ALIGNED_ID = 3, 0, 1, 2
+# BAKE_SKIP_ZERO (constant_id BAKE_SKIP_ZERO_ID, a bool: 1 skips the reads of zero-weight joints, the default)
+BAKE_ANY, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID = 3, 0, 1
 BAKE = ShaderInterface(
     "bake", ("bake.comp",), "bake: vertices of (instance, frame) through palettes / world matrices into planes",
     bindings=(Binding("source", 0, STORAGE, (COMPUTE,), "uvec4", "readonly", member="quads", instance="src"),
@@ -418,14 +424,18 @@ BAKE = ShaderInterface(
                   ("matrix", "first matrix of the instance in a frame's matrices (palette or world matrix)"))),
                       "readonly"),
               Binding("matrices", 2, STORAGE, (COMPUTE,), "mat4", "readonly"),
-              Binding("output", 3, STORAGE, (COMPUTE,), "vec4", "writeonly", member="values", block="Out",
-                      instance="dst")),
+              # the three planes of the batch's frames (positions, normals, tangents: float x 3 per vertex,
+              # [frame][vertex][xyz]), each a window bound at its dynamic offset: the slot's output planes, or the
+              # batch's frames of the bake's result array itself (imported host memory, vkmorph/bake.py)
+              *(Binding(plane, 3 + k, STORAGE_DYNAMIC, (COMPUTE,), "float", "writeonly", member="values",
+                        block=f"Out{k}", instance=f"out{k}")
+                for k, plane in enumerate(("positions", "normals", "tangents")))),
     push=PushConstants(Struct("Push", BAKE_PUSH, notes=(
         ("item_first", "workgroup y = item_first + item"),
         ("frame_first", "frames [frame_first, frame_first + frame_count) of the batch"),
         ("frames_per_group", "workgroup z covers frames_per_group of them"),
-        ("frame_vertices", "vertices between two frames of a plane: a multiple of 4 (padded)"),
-        ("plane_floats", "floats between the position, normal and tangent planes (a multiple of 4)"),
+        ("frame_vertices", "vertices between two frames of a plane"),
+        ("out_shift", "float of the batch's first frame in each bound plane window (its dynamic offset's rest)"),
         ("matrix_frame", "the frame whose matrices are matrices[0] (the bound window's first; 0: the batch's)"))),
         (COMPUTE,)),
     local_size=64,
@@ -600,7 +610,8 @@ def glsl_header(iface: ShaderInterface) -> str:
     """The text of glsl/gen/<name>.glsl."""
     out = _preamble(iface.name, iface.doc, iface.shaders)
     if iface.local_size is not None:
-        out += [f"layout(local_size_x = {iface.local_size}) in;", ""]
+        spec = f", local_size_x_id = {iface.local_size_id}" if iface.local_size_id is not None else ""
+        out += [f"layout(local_size_x = {iface.local_size}{spec}) in;", ""]
     if iface.constants:
         out += [f"const {t} {n} = {v!r};" for t, n, v in iface.constants] + [""]
     for s in iface.structs():

@@ -328,3 +328,80 @@ def readback(ctx: Context, src: Buffer, dtype=np.uint8, count: int | None = None
 def cffi_pointer(array: np.ndarray):
     """A cffi pointer to a contiguous numpy array (for vkCmdUpdateBuffer / vkCmdPushConstants)."""
     return ffi.from_buffer(array)
+
+
+def aligned_host_bytes(nbytes: int, alignment: int) -> np.ndarray:
+    """A uint8 numpy array of ``nbytes`` rounded up to ``alignment``, starting at a multiple of it (a view into
+    an over-allocated numpy buffer, which it keeps alive): host memory that ``HostImport`` can import."""
+    size = max(alignment, -(-int(nbytes) // alignment) * alignment)
+    raw = np.empty(size + alignment, np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start:start + size]
+
+
+class HostImport:
+    """Host memory (a numpy array, ``aligned_host_bytes``) imported as a VkBuffer through
+    VK_EXT_external_memory_host (``ctx.host_import_alignment`` > 0): what the device writes there lands in the
+    array itself, no staging buffer and no copy. The array must outlive the import: ``destroy()`` (after the last
+    work that uses the buffer has completed) frees the VkDeviceMemory and the buffer and drops the reference;
+    the array stays the caller's. Host reads after the device's writes need the writes made visible to the host
+    (``barriers.COMPUTE_AND_TRANSFER_TO_HOST``) and the fence waited for, as for any host-visible memory."""
+
+    HANDLE = vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
+
+    def __init__(self, ctx: Context, array: np.ndarray, usage: int, *, name: str = "imported host memory"):
+        ctx.check_alive(f"importing {name}")
+        align = ctx.host_import_alignment
+        if not align:
+            raise GpuError(f"{name}: the device has no VK_EXT_external_memory_host enabled")
+        ptr, size = array.ctypes.data, array.nbytes
+        if ptr % align or size % align or not array.flags.c_contiguous:
+            raise GpuError(f"{name}: host memory at {ptr:#x}, {size} B is not a contiguous run aligned to {align} B")
+        self.ctx, self.size, self.name, self.array = ctx, size, name, array
+        self.handle = self.memory = None
+        dev = ctx.device
+        try:
+            get = vk.vkGetDeviceProcAddr(dev, "vkGetMemoryHostPointerPropertiesEXT")
+            host_ptr = ffi.cast("void *", ptr)
+            props = get(dev, self.HANDLE, host_ptr, vk.VkMemoryHostPointerPropertiesEXT())
+            external = vk.VkExternalMemoryBufferCreateInfo(handleTypes=self.HANDLE)
+            info = vk.VkBufferCreateInfo(pNext=external, size=size, usage=usage,
+                                         sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+            self.handle = call("vkCreateBuffer", dev, info, None, what=name)
+            req = vk.vkGetBufferMemoryRequirements(dev, self.handle)
+            bits = req.memoryTypeBits & props.memoryTypeBits
+            if not bits:
+                raise GpuError(f"{name}: no memory type can hold both the buffer and the imported host memory")
+            # host-coherent: the host reads the array after the fence with no invalidate (it never maps it)
+            index = ctx.find_memory_type(bits, HOST_VISIBLE, vk.VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+            imported = vk.VkImportMemoryHostPointerInfoEXT(handleType=self.HANDLE, pHostPointer=host_ptr)
+            alloc = vk.VkMemoryAllocateInfo(pNext=imported, allocationSize=size, memoryTypeIndex=index)
+            try:
+                self.memory = vk.vkAllocateMemory(dev, alloc, None)
+            except (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory, vk.VkErrorInvalidExternalHandle):
+                raise GpuError(f"{name}: the device refused to import {size} B of host memory") from None
+            call("vkBindBufferMemory", dev, self.handle, self.memory, 0, what=name)
+            ctx.set_name(self.handle, vk.VK_OBJECT_TYPE_BUFFER, name)
+        except BaseException:
+            self._release()
+            raise
+        self._key = ctx.track(f"{name} ({size} B)", self._release)
+
+    def _release(self) -> None:
+        if self.handle is not None:
+            vk.vkDestroyBuffer(self.ctx.device, self.handle, None)
+            self.handle = None
+        if self.memory is not None:
+            vk.vkFreeMemory(self.ctx.device, self.memory, None)
+            self.memory = None
+        self.array = None
+
+    @property
+    def alive(self) -> bool:
+        return self.handle is not None
+
+    def destroy(self) -> None:
+        if self.handle is None and self.memory is None:
+            return
+        self._release()
+        self.ctx.untrack(self._key)

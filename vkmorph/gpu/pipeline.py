@@ -14,7 +14,18 @@ import numpy as np
 
 from ..errors import GpuError
 from .context import Context
-from .interface import COMPUTE, FRAGMENT, SAMPLER, STORAGE, UNIFORM, UNIFORM_ARRAY, VERTEX, Binding, ShaderInterface
+from .interface import (
+    COMPUTE,
+    FRAGMENT,
+    SAMPLER,
+    STORAGE,
+    STORAGE_DYNAMIC,
+    UNIFORM,
+    UNIFORM_ARRAY,
+    VERTEX,
+    Binding,
+    ShaderInterface,
+)
 from .interface import vertex_attributes as _vertex_attributes
 from .memory import Buffer
 from .shaders import load_spirv
@@ -22,7 +33,8 @@ from .vk import WHOLE_SIZE, call, vk
 
 DESCRIPTOR_TYPES = {STORAGE: vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, UNIFORM: vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
                     SAMPLER: vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
-                    UNIFORM_ARRAY: vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC}
+                    UNIFORM_ARRAY: vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC,
+                    STORAGE_DYNAMIC: vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC}
 STAGE_BITS = {COMPUTE: vk.VK_SHADER_STAGE_COMPUTE_BIT, VERTEX: vk.VK_SHADER_STAGE_VERTEX_BIT,
               FRAGMENT: vk.VK_SHADER_STAGE_FRAGMENT_BIT}
 
@@ -122,24 +134,34 @@ class ComputePipeline:
         alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=self.pool, descriptorSetCount=1,
                                                pSetLayouts=[self.set_layout])
         dset = call("vkAllocateDescriptorSets", self.ctx.device, alloc, what=f"{self.shader} (pool exhausted?)")[0]
+        self.update_set(dset, buffers)
+        return dset
+
+    def update_set(self, dset, buffers: Mapping[str, object]) -> None:
+        """Point the named bindings of ``dset`` at their buffers (whole, or (buf, offset, range); anything with a
+        VkBuffer ``handle``, e.g. ``memory.HostImport``). The set must not be in use by pending work."""
+        unknown = [n for n in buffers if n not in {b.name for b in self.iface.bindings}]
+        if unknown:
+            raise GpuError(f"{self.shader}: no bindings named {unknown}")
         infos, writes = [], []
         for b in self.iface.bindings:
+            if b.name not in buffers:
+                continue
             item = buffers[b.name]
-            buf, off, rng = (item, 0, WHOLE_SIZE) if isinstance(item, Buffer) else item
+            buf, off, rng = item if isinstance(item, tuple) else (item, 0, WHOLE_SIZE)
             infos.append([vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=off, range=rng)])
             writes.append(vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=b.binding, dstArrayElement=0,
                                                   descriptorCount=1, descriptorType=descriptor_type(b),
                                                   pBufferInfo=infos[-1]))
         vk.vkUpdateDescriptorSets(self.ctx.device, len(writes), writes, 0, None)
-        return dset
 
     def groups(self, count: int) -> int:
         """Work groups covering ``count`` invocations (the interface's local size)."""
         return self.iface.groups(count)
 
     def bind(self, cb, descriptor_set, dynamic_offsets: list[int] | None = None) -> None:
-        """Bind the pipeline and the set; ``dynamic_offsets``: one byte offset per dynamic (UNIFORM_ARRAY)
-        binding, in binding order."""
+        """Bind the pipeline and the set; ``dynamic_offsets``: one byte offset per dynamic (UNIFORM_ARRAY,
+        STORAGE_DYNAMIC) binding, in binding order."""
         vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)
         offsets = list(dynamic_offsets or [])
         vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.layout, 0, 1, [descriptor_set],

@@ -41,7 +41,7 @@ from ..asset.model import AnimationClip
 from ..errors import UsageError
 from ..gpu import barriers
 from ..gpu import memory as M
-from ..gpu.interface import CROWD_ANIM, CROWD_ANIM_MAX_NODES, CROWD_ANIM_PUSH
+from ..gpu.interface import CROWD_ANIM, CROWD_ANIM_LOCAL_SIZE_ID, CROWD_ANIM_MAX_NODES, CROWD_ANIM_PUSH
 from ..gpu.ownership import Owner
 from ..gpu.pipeline import ComputePipeline
 from ..gpu.vk import vk
@@ -113,8 +113,15 @@ class ClipPosePass:
     ``destroy()`` frees it at once (its owner defers that until the GPU is done with it)."""
 
     def __init__(self, ctx, tables: ClipTables, entries: np.ndarray, inverse_binds: np.ndarray,
-                 palette_width: int, *, max_sets: int, name: str = "clip pose"):
+                 palette_width: int, *, max_sets: int, name: str = "clip pose", local_size: int | None = None):
+        # local_size: poses per workgroup (the shader's local_size_x through a specialization constant); None:
+        # the interface's 64. A CPU device runs a workgroup on one thread, so a few poses (a bake's batch of
+        # frames) spread over its threads only in smaller workgroups; a crowd keeps 64
+        if local_size is not None and (isinstance(local_size, bool) or not isinstance(local_size, int)
+                                       or not 1 <= local_size <= 1024):
+            raise UsageError(f"{name}: local_size must be None or an int in [1, 1024], got {local_size!r}")
         self.ctx, self.tables = ctx, tables
+        self.local_size = CROWD_ANIM.local_size if local_size is None else local_size
         self._owner = Owner(ctx, name)
         entries = np.asarray(entries, np.uint32).reshape(-1, 4)
         try:
@@ -128,7 +135,9 @@ class ClipPosePass:
             with ctx.batched_uploads():
                 self._static = {key: o.own(M.device_buffer(ctx, d, M.STORAGE, name=f"{name} {key}"))
                                 for key, d in data.items()}
-            self.pipeline = o.own(ComputePipeline(ctx, CROWD_ANIM, max_sets=max_sets))
+            self.pipeline = o.own(ComputePipeline(
+                ctx, CROWD_ANIM, max_sets=max_sets,
+                specialization=None if local_size is None else {CROWD_ANIM_LOCAL_SIZE_ID: local_size}))
         except BaseException:
             self._owner.destroy()
             raise
@@ -148,12 +157,12 @@ class ClipPosePass:
         self.pipeline.bind(cb, dset)
         push = self._push
         push["time"] = time
-        per = MAX_GROUPS * CROWD_ANIM.local_size
+        per = MAX_GROUPS * self.local_size
         for lo in range(first, first + count, per):
             n = min(per, first + count - lo)
             push["first_instance"], push["instance_count"] = lo, n
             self.pipeline.push(cb, vk.ffi.from_buffer(push))
-            vk.vkCmdDispatch(cb, self.pipeline.groups(n), 1, 1)
+            vk.vkCmdDispatch(cb, -(-n // self.local_size), 1, 1)
 
     def destroy(self) -> None:
         self._owner.destroy()
