@@ -8,7 +8,7 @@
 # extra (bench/h200_extra.py: bake, k-of-N changed, draws CPU), crowd (vkmorph.app.crowd_bench --quick),
 # crowd-full (N up to 10,000), crowd-passes (both skinning paths per pass; heads), sustained (frames back to
 # back with GPU animation: SUST_COUNTS, SUST_LOD, SUST_FRAMES, SUST_ARGS), suite-par (the suite over 8 pytest-xdist
-# workers), raster-probe (bench/raster_probe.py: the LOD crowd's raster passes drawn several ways, N = 1,000 ... 10,000).
+# workers), bake (bench/bake.py: BAKE_FRAMES, BAKE_REPEATS), raster-probe (bench/raster_probe.py: the LOD crowd's raster passes drawn several ways, N = 1,000 ... 10,000).
 #   bash bench/h200_session.sh 2026-12-01-h200 bench-a bench-b      # one device call
 #   bash bench/h200_session.sh 2026-12-01-h200 suite embed render   # another
 set -u
@@ -62,6 +62,10 @@ for phase in "$@"; do
       timeout ${HEADS_S:-90} python3 -m vkmorph.app.crowd_bench --heads 1 100 1000 5000 15000 --json "$OUT/$tag-heads.json" \
         --markdown "$OUT/$tag-heads.md" >"$OUT/$tag-heads.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-heads.txt" ;;
+    bake)           # bench/bake.py: the bake against numpy, its readback limit, the kernels (and zero copy / copy) in turn
+      timeout ${BAKE_S:-300} python3 bench/bake.py --frames ${BAKE_FRAMES:-256} --repeats ${BAKE_REPEATS:-5} \
+        --json "$OUT/$tag-bake.json" >"$OUT/$tag-bake.txt" 2>&1
+      echo "rc=$?"; cat "$OUT/$tag-bake.txt" ;;
     raster-probe)   # bench/raster_probe.py (issue 25): which way of drawing the LOD crowd's triangles stays linear in N
       timeout ${PROBE_S:-240} python3 bench/raster_probe.py ${PROBE_ARGS:-} --json "$OUT/$tag-raster-probe.json" \
         --out "$OUT/$tag-raster-probe.txt" >"$OUT/$tag-raster-probe.log" 2>&1
