@@ -432,6 +432,18 @@ def main():
         ir[name] = ir_counts(proc.stderr)
         lines.append(f"  {name:<16} " + ", ".join(f"{k} {v}" for k, v in ir[name].items()))
     facts = off["facts"]
+    dis = shutil.which("spirv-dis")
+    if dis:   # what the SPIR-V asks for: stores and subgroup ops per variant (the store sits in put() / main())
+        lines.append("## SPIR-V per variant (spirv-dis, glslang -V, unoptimized): OpStore (all, locals too) and "
+                     "subgroup instructions")
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in VARIANTS:
+                spv = Path(tmp) / "v.spv"
+                spv.write_bytes(compile_glsl(Path(tmp), "v", glsl(name, facts["subgroupSize"])))
+                text = subprocess.run([dis, str(spv)], capture_output=True, text=True).stdout
+                ops = {op: len(re.findall(rf"\b{op}\b", text)) for op in
+                       ("OpStore", "OpGroupNonUniformBroadcast", "OpGroupNonUniformShuffle", "OpGroupNonUniformElect")}
+                lines.append(f"  {name:<17} " + ", ".join(f"{k} {v}" for k, v in ops.items()))
     lines.append(f"## subgroups: subgroupSize {facts['subgroupSize']}, compute stage {facts['compute']}, operations "
                  + ", ".join(k for k, v in facts["operations"].items() if v) + "; not: "
                  + (", ".join(k for k, v in facts["operations"].items() if not v) or "none"))
@@ -456,8 +468,10 @@ def conclusion(summary: dict, exact: bool) -> list[str]:
             "lp_bld_nir_soa.c / nir.c)",
             f"  CPU per frame-vertex relative to vec4 stores: {ratio}; {verdict}. All outputs bit-exact vs numpy: "
             f"{exact}. The subgroup uniform-address patterns cost {min(sub):.2f}x-{max(sub):.2f}x of vec4: "
-            "llvmpipe of this Mesa has no uniform-store fast path, so each lane still runs the per-lane store loop "
-            "for every one of the subgroupSize broadcast stores (subgroupSize times the stores, plus the "
+            "llvmpipe of this Mesa takes no uniform-store fast path (a pre-23 lp_bld_nir_soa.c from the code index, "
+            "LLVM-15-era API, not verified as exactly mesa-22.3.6, has none: emit_store_mem always loops over the "
+            "lanes, with the exec-mask branch and a per-component bounds check), so every lane runs the per-lane "
+            "store loop for each of the subgroupSize broadcast stores (subgroupSize times the stores, plus the "
             "broadcasts). Newer Mesa's fast path would not take them either: it keys on nir_src_is_always_uniform "
             "(constants, push constants, uniforms and ALU ops of them), not on divergence analysis, so a "
             "subgroupBroadcast/subgroupShuffle result never qualifies. Fewer components per store is the lever "
