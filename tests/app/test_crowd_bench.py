@@ -95,3 +95,37 @@ def test_sustained_rows_and_again(ctx, monkeypatch):
     row = B.pass_rows(ctx, (2,), frames=1, lod=3, again=3)[0]
     assert row["again"] == 3 and row["compute_shadow_steady_ms"] > 0 and row["vertex_forward_steady_ms"] > 0
     assert "3 times, the median of the last half" in "\n".join(B.pass_markdown([row]))
+
+
+def test_sustained_waits_for_every_frame_inside_the_timed_loop(ctx, monkeypatch):
+    """With two frames in flight the loop runs past the last submit until every frame it submitted was waited for
+    (so the last frame's GPU time is part of the loop's wall time and its passes are sampled), not left to the
+    clean-up's wait_idle: as many waits as frames inside the loop, whatever the frames in flight."""
+    from vkmorph.app import crowd_bench as B
+
+    monkeypatch.setenv("VKMORPH_ASSETS", str(asset("RobotExpressive", "RobotExpressive.glb").parents[1]))
+    events: list[str] = []
+    real_submit, real_wait, real_idle = ctx.submit, ctx.wait_fence, ctx.wait_idle
+
+    def submit(cbs, fence=None, **kw):                  # the frames' own fences (submit_and_wait has ctx's)
+        if fence is not None and fence != ctx._fence:
+            events.append("submit")
+        real_submit(cbs, fence=fence, **kw)
+
+    def wait_fence(fence, *a, **kw):
+        if fence != ctx._fence:
+            events.append("wait")
+        real_wait(fence, *a, **kw)
+
+    def wait_idle():
+        events.append("idle")
+        real_idle()
+
+    monkeypatch.setattr(ctx, "submit", submit)
+    monkeypatch.setattr(ctx, "wait_fence", wait_fence)
+    monkeypatch.setattr(ctx, "wait_idle", wait_idle)
+    for in_flight in (1, 2):
+        events.clear()
+        B.sustained_rows(ctx, (2,), frames=5, lod=3, paths=("compute",), in_flight=in_flight)
+        loop = events[:events.index("idle")]            # up to the clean-up's wait_idle
+        assert loop.count("submit") == 5 and loop.count("wait") == 5, (in_flight, loop)

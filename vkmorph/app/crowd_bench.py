@@ -689,7 +689,8 @@ def sustained_rows(ctx, counts=(10000,), frames: int = 60, lod="on", paths=("com
                 samples: dict[str, list[float]] = {}
                 first = frames // 4
                 t_first = c_first = 0.0
-                for f in range(frames + in_flight - 1):
+                # frame f - in_flight is waited for at f, so the last one (frames - 1) at frames - 1 + in_flight
+                for f in range(frames + in_flight):
                     slot = f % in_flight
                     if cbs[slot] is not None:      # the frame that last used this slot
                         ctx.wait_fence(fences[slot])
