@@ -5,6 +5,7 @@ deltas are shared). No speed is asserted."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.helpers import asset
 
@@ -129,3 +130,27 @@ def test_sustained_waits_for_every_frame_inside_the_timed_loop(ctx, monkeypatch)
         B.sustained_rows(ctx, (2,), frames=5, lod=3, paths=("compute",), in_flight=in_flight)
         loop = events[:events.index("idle")]            # up to the clean-up's wait_idle
         assert loop.count("submit") == 5 and loop.count("wait") == 5, (in_flight, loop)
+
+
+@pytest.mark.gpu
+def test_bad_options_are_one_usage_line_before_any_work(monkeypatch, capsys):
+    """--sustained, --spacing, --again, --size, --counts and --lod are checked before the device is touched: one
+    argparse error line (exit status 2), never a traceback, a silently ignored value or the whole default bench."""
+    from vkmorph.app import crowd_bench as B
+
+    monkeypatch.setenv("VKMORPH_ASSETS", str(asset("RobotExpressive", "RobotExpressive.glb").parents[1]))
+    cases = {("--sustained", "-1", "--counts", "1"): "--sustained",
+             ("--sustained", "0"): "--sustained",
+             ("--passes", "--counts", "1", "--spacing", "0"): "--spacing",
+             ("--passes", "--counts", "1", "--spacing", "nan"): "--spacing",
+             ("--passes", "--counts", "1", "--again", "0"): "--again",
+             ("--passes", "--counts", "1", "--size", "0x10"): "--size",
+             ("--passes", "--counts", "1,x"): "--counts",
+             ("--passes", "--counts", "1", "--lod", "fast"): "--lod",
+             ("--sustained", "2", "--counts", "1", "--lod", "off,on"): "--lod"}
+    for argv, name in cases.items():
+        with pytest.raises(SystemExit) as exc:
+            B.main(list(argv))
+        err = capsys.readouterr().err.strip().splitlines()
+        assert exc.value.code == 2 and err[-1].startswith("python -m vkmorph.app.crowd_bench: error: " + name), \
+            (argv, err)

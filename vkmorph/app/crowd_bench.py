@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 
 import numpy as np
@@ -900,17 +901,16 @@ def main(argv=None) -> int:
                          "of the last half (default 1)")
     ap.add_argument("--note", help="a line for the markdown (e.g. the host's load)")
     args = ap.parse_args(argv)
+    size, counts, lods = _check_options(ap, args)     # one usage line, before the device is touched
     ctx = Context.create(echo_messages=True)
     try:
         timer = WindowTimer(ctx)
         report = {"device": ctx.info.name, "driver": driver_string(ctx), "date": time.strftime("%Y-%m-%d %H:%M"),
                   "crowd": []}
-        if args.sustained:
-            size = _size_option(ap, args.size)
-            counts = [int(x) for x in args.counts.split(",")] if args.counts else [10000]
+        if args.sustained is not None:
             report["sustained"] = []
-            for N in counts:
-                for row in sustained_rows(ctx, (N,), args.sustained, lod_option(args.lod), size=size,
+            for N in counts or [10000]:
+                for row in sustained_rows(ctx, (N,), args.sustained, lods[0], size=size,
                                           in_flight=args.in_flight):
                     report["sustained"].append(row)
                     print(sustained_line(row), flush=True)
@@ -919,14 +919,10 @@ def main(argv=None) -> int:
             return 0
         if args.passes:
             report["passes"] = []
-            counts = [int(x) for x in args.counts.split(",")] if args.counts else (
-                PASS_COUNTS_QUICK if args.quick else PASS_COUNTS)
-            lods = [lod_option(x) for x in args.lod.split(",")]
-            size = _size_option(ap, args.size)
-            for N in counts:
+            for N in counts or (PASS_COUNTS_QUICK if args.quick else PASS_COUNTS):
                 for lod in lods:
                     report["passes"] += pass_rows(ctx, (N,), lod=lod, size=size, spacing=args.spacing,
-                                                  again=max(1, args.again))
+                                                  again=args.again)
                     print(pass_line(report["passes"][-1]), flush=True)
                     _write(report, args)      # after every row: a later size that crashes the driver keeps these
         report["gpu_anim"] = []
@@ -964,6 +960,32 @@ def main(argv=None) -> int:
         ctx.destroy()
     _write(report, args)
     return 0
+
+
+def _check_options(ap, args) -> tuple[tuple[int, int], list[int] | None, list]:
+    """(size, counts or None, levels of detail) from the options, or one argparse error line (exit status 2)."""
+    if args.sustained is not None and args.sustained < 1:
+        ap.error(f"--sustained {args.sustained}: frames must be >= 1")
+    if not (math.isfinite(args.spacing) and args.spacing > 0):
+        ap.error(f"--spacing {args.spacing}: must be a finite number > 0")
+    if args.again < 1:
+        ap.error(f"--again {args.again}: must be >= 1")
+    size = _size_option(ap, args.size)
+    counts = None
+    if args.counts:
+        try:
+            counts = [int(x) for x in args.counts.split(",")]
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1:
+            ap.error(f"--counts {args.counts!r}: expected instance counts >= 1, comma-separated")
+    try:
+        lods = [lod_option(x) for x in args.lod.split(",")]
+    except UsageError as exc:
+        ap.error(str(exc))
+    if args.sustained is not None and len(lods) != 1:
+        ap.error(f"--lod {args.lod!r}: --sustained takes one level of detail setting")
+    return size, counts, lods
 
 
 def _size_option(ap, text: str) -> tuple[int, int]:
