@@ -245,3 +245,42 @@ def test_by_default_only_large_results_are_written_in_place(model):
             np.testing.assert_allclose(gpu.normals[::8], ref.normals, atol=2e-4)
     model.pose(clip="Wave", time=0.5)
     assert not model._bake_cache.zero_copy
+
+
+@pytest.mark.parametrize("model", [CUBE], indirect=True)
+def test_a_pointer_the_driver_refuses_is_one_gpu_error_and_the_copy_path(model, monkeypatch):
+    """vkGetMemoryHostPointerPropertiesEXT may refuse a pointer (VK_ERROR_INVALID_EXTERNAL_HANDLE) and
+    vkAllocateMemory may fail with any of its results: either is one GpuError naming the call (never
+    python-vulkan's own exception), so the default bake falls back to the copy path and zero_copy=True says so."""
+    import vulkan
+
+    from vkmorph import bake as B
+    from vkmorph.bake import GpuBaker
+    from vkmorph.errors import GpuError
+
+    monkeypatch.setattr(B, "_ZERO_COPY_MIN_BYTES", 0)
+    clip = model.scene.clip(model.clips[0])
+    times = np.linspace(0.0, clip.duration, 5)
+    ref = bake_numpy(model, clip=model.clips[0], times=times, space="world")
+    real_proc, real_alloc = vulkan.vkGetDeviceProcAddr, vulkan.vkAllocateMemory
+
+    def refuse(*args):
+        raise vulkan.VkErrorInvalidExternalHandle()
+
+    def proc(device, name):
+        return refuse if name == "vkGetMemoryHostPointerPropertiesEXT" else real_proc(device, name)
+
+    def alloc(device, info, allocator):
+        if info.pNext != vulkan.ffi.NULL:                  # the import, not the allocator's own blocks
+            raise vulkan.VkErrorTooManyObjects()
+        return real_alloc(device, info, allocator)
+
+    for name, fake in (("vkGetDeviceProcAddr", proc), ("vkAllocateMemory", alloc)):
+        monkeypatch.setattr(vulkan, name, fake)
+        with pytest.raises(GpuError, match="vkGetMemoryHostPointerPropertiesEXT|vkAllocateMemory") as exc:
+            GpuBaker(model, "world", zero_copy=True).run(clip, times, None, 2, False)
+        assert "bake result" in str(exc.value)
+        gpu = GpuBaker(model, "world").run(clip, times, None, 2, False)
+        assert not model._bake_cache.zero_copy and not _imports(model)
+        _close(gpu, ref)
+        monkeypatch.setattr(vulkan, name, {"vkGetDeviceProcAddr": real_proc, "vkAllocateMemory": real_alloc}[name])

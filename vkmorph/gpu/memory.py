@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import GpuError
 from . import barriers
 from .context import Context
-from .vk import call, ffi, vk
+from .vk import call, ffi, result_name, vk
 
 DEVICE_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 HOST_VISIBLE = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
@@ -363,7 +363,10 @@ class HostImport:
         try:
             get = vk.vkGetDeviceProcAddr(dev, "vkGetMemoryHostPointerPropertiesEXT")
             host_ptr = ffi.cast("void *", ptr)
-            props = get(dev, self.HANDLE, host_ptr, vk.VkMemoryHostPointerPropertiesEXT())
+            # the driver may refuse the pointer here (VK_ERROR_INVALID_EXTERNAL_HANDLE): a GpuError, as every
+            # refusal below, so that a bake falls back to its copy path (vkmorph.bake)
+            props = call("vkGetMemoryHostPointerPropertiesEXT", dev, self.HANDLE, host_ptr,
+                         vk.VkMemoryHostPointerPropertiesEXT(), what=name, fn=get)
             external = vk.VkExternalMemoryBufferCreateInfo(handleTypes=self.HANDLE)
             info = vk.VkBufferCreateInfo(pNext=external, size=size, usage=usage,
                                          sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
@@ -378,8 +381,9 @@ class HostImport:
             alloc = vk.VkMemoryAllocateInfo(pNext=imported, allocationSize=size, memoryTypeIndex=index)
             try:
                 self.memory = vk.vkAllocateMemory(dev, alloc, None)
-            except (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory, vk.VkErrorInvalidExternalHandle):
-                raise GpuError(f"{name}: the device refused to import {size} B of host memory") from None
+            except vk.VkError as exc:
+                raise GpuError(f"{name}: the device refused to import {size} B of host memory "
+                               f"(vkAllocateMemory failed: {result_name(exc)})") from None
             call("vkBindBufferMemory", dev, self.handle, self.memory, 0, what=name)
             ctx.set_name(self.handle, vk.VK_OBJECT_TYPE_BUFFER, name)
         except BaseException:
