@@ -24,8 +24,12 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 VKMORPH_ASSETS=$PWD/tests/assets PYTHONWARNINGS=ignore::SyntaxWarning
 # CLOCKS=1: sample the SM clock every 25 ms for the whole call (nvidia-smi polling itself keeps the GPU out of
 # its deepest idle states: a run with it is not the same experiment as one without; say which in the file)
-[ "${CLOCKS:-0}" = 1 ] && { nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu,power.draw --format=csv \
-  -lms 25 >"$OUT/$tag-clocks.csv" 2>&1 & }
+clocks_pid=
+if [ "${CLOCKS:-0}" = 1 ]; then
+  nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu,power.draw --format=csv -lms 25 >"$OUT/$tag-clocks.csv" 2>&1 &
+  clocks_pid=$!
+  trap '[ -n "$clocks_pid" ] && kill "$clocks_pid" 2>/dev/null' EXIT     # also when a timeout ends the script
+fi
 models=$(find tests/assets -name '*.gltf' -o -name '*.glb' -o -name '*.fbx' | sort)
 for phase in "$@"; do
   echo "== $phase $(date -u +%H:%M:%S)"
@@ -93,5 +97,5 @@ for phase in "$@"; do
   esac
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/$tag-gpu.txt" 2>&1
-[ "${CLOCKS:-0}" = 1 ] && pkill -f "nvidia-smi --query-gpu=timestamp"
+[ -n "$clocks_pid" ] && { kill "$clocks_pid" 2>/dev/null; clocks_pid=; }     # the sampler started above, by its pid
 echo "== done $(date -u +%H:%M:%S)"
