@@ -856,10 +856,22 @@ class GpuBaker:
                     if bar is not None:
                         bar.update(bar_n)
         except BaseException:
-            for slot in res.slots:                       # leave nothing in flight
-                if slot.busy is not None:
-                    m.ctx.wait_fence(slot.fence)
-                    slot.busy = None
+            try:
+                for slot in res.slots:                   # leave nothing in flight
+                    if slot.busy is not None:
+                        m.ctx.wait_fence(slot.fence)
+                        slot.busy = None
+            except BaseException:
+                # a wait failed (a timeout, an interrupt): the device may still write the slots and the imported
+                # result, which the finally below frees; wait for the whole device first (no time limit)
+                from .gpu.vk import vk
+
+                m.ctx.wait_idle()
+                for slot in res.slots:                   # signalled now: unsignalled for the next bake's submit
+                    if slot.busy is not None:
+                        vk.vkResetFences(m.ctx.device, 1, [slot.fence])
+                        slot.busy = None
+                raise
             raise
         finally:
             if result is not None:                           # nothing in flight any more: the import can go

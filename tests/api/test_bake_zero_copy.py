@@ -284,3 +284,45 @@ def test_a_pointer_the_driver_refuses_is_one_gpu_error_and_the_copy_path(model, 
         assert not model._bake_cache.zero_copy and not _imports(model)
         _close(gpu, ref)
         monkeypatch.setattr(vulkan, name, {"vkGetDeviceProcAddr": real_proc, "vkAllocateMemory": real_alloc}[name])
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_a_failing_fence_wait_keeps_the_import_until_the_device_is_idle(model, monkeypatch):
+    """A fence wait that fails (a timeout: the GPU may still be writing the imported array) must not free the
+    import, nor the array under it, before the device is idle: the bake then waits for the whole device, frees,
+    and leaves no slot marked busy (a later bake would collect a stale batch)."""
+    from vkmorph.bake import GpuBaker
+    from vkmorph.errors import GpuError
+    from vkmorph.gpu import memory as M
+
+    ctx = model.ctx
+    clip = model.scene.clip("Wave")
+    times = np.linspace(0.0, 2.0, 10)
+    events = []
+    real_wait, real_idle, real_destroy = ctx.wait_fence, ctx.wait_idle, M.HostImport.destroy
+
+    def wait_fence(fence, *a, **kw):
+        if fence == ctx._fence:                               # submit_and_wait's (the build's uploads)
+            return real_wait(fence, *a, **kw)
+        events.append("wait")                                 # a batch's
+        raise GpuError("GPU work did not finish within 60.0 s")
+
+    def wait_idle():
+        events.append("idle")
+        real_idle()
+
+    def destroy(self):
+        events.append("release")
+        real_destroy(self)
+
+    monkeypatch.setattr(ctx, "wait_fence", wait_fence)
+    monkeypatch.setattr(ctx, "wait_idle", wait_idle)
+    monkeypatch.setattr(M.HostImport, "destroy", destroy)
+    with pytest.raises(GpuError, match="did not finish"):
+        GpuBaker(model, "world", zero_copy=True).run(clip, times, None, 3, False)
+    assert "release" in events and "idle" in events[:events.index("release")], events
+    assert not _imports(model) and all(s.busy is None for s in model._bake_cache.slots)
+    monkeypatch.setattr(ctx, "wait_fence", real_wait)
+    for zero_copy in (True, False):                          # the cached slots still work, both paths
+        gpu = GpuBaker(model, "world", zero_copy=zero_copy).run(clip, times[:4], None, 3, False)
+        _close(gpu, bake_numpy(model, clip="Wave", times=times[:4], space="world"))
