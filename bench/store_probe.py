@@ -11,7 +11,7 @@ output layout), a quad of 4 vertices per invocation (12 floats = 3 vec4 per plan
 from simple per-vertex math: out = in + float(frame) * (plane + 1) (exact in float32, so every variant's bytes are
 compared with numpy exactly). Store variants:
 
-- vec4: each invocation stores its own 3 vec4 per plane (today's bake);
+- vec4: each invocation stores its own 3 vec4 per plane (the bake before its zero-copy result, which stores floats);
 - float: the same values as 12 scalar float stores per plane (SSBO declared float[]);
 - broadcast: for k in 0..subgroupSize-1 every lane stores subgroupBroadcast(value, k) at subgroupBroadcast(index,
   k) (uniform value at a uniform address: the pattern Mesa 23's fast path turns into one scalar store);
