@@ -730,16 +730,22 @@ class GpuBaker:
         return fits if most is None else min(fits, most)
 
     def batch_size(self, frames: int, batch_frames: int | None) -> int:
+        """Frames per batch: ``batch_frames`` or about ``_BATCH_BYTES`` of output, and never more than one plane
+        binding can hold (a batch's frames of a plane, and the zero-copy window's alignment slack, within
+        maxStorageBufferRange: the copy path binds each slot plane whole)."""
         per_frame = max(1, 36 * self.layout.total)
         B = batch_frames or max(1, min(1024, _BATCH_BYTES // per_frame, math.ceil(frames / _SLOTS)))
+        lim = int(self.m.ctx.info.limits.get("maxStorageBufferRange", 0))
+        if lim:
+            B = min(int(B), (lim - _ALIGN) // max(1, 12 * self.layout.total))
         return max(1, min(int(B), frames))
 
     def zero_copy_refusal(self, frames: int, B: int) -> str | None:
         """Why a bake of ``frames`` frames in batches of ``B`` cannot write its result array directly (None: it
         can): the context has no VK_EXT_external_memory_host enabled (the device lacks it, or a borrowed device
         was created without it: ``Context.from_external(device_extensions=)``); a batch's window of a plane is
-        over maxStorageBufferRange (128 MiB on lavapipe; batches are 16 MiB for three planes unless
-        ``batch_frames`` asks for more); or the whole result is over maxMemoryAllocationSize (2 GiB on lavapipe:
+        over maxStorageBufferRange (128 MiB on lavapipe; ``batch_size`` keeps batches within it, so only where
+        one frame is larger); or the whole result is over maxMemoryAllocationSize (2 GiB on lavapipe:
         ~8,000 frames of RobotExpressive). Such bakes take the slots' outputs and a host copy per batch."""
         ctx = self.m.ctx
         if not ctx.host_import_alignment:

@@ -326,3 +326,30 @@ def test_a_failing_fence_wait_keeps_the_import_until_the_device_is_idle(model, m
     for zero_copy in (True, False):                          # the cached slots still work, both paths
         gpu = GpuBaker(model, "world", zero_copy=zero_copy).run(clip, times[:4], None, 3, False)
         _close(gpu, bake_numpy(model, clip="Wave", times=times[:4], space="world"))
+
+
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_a_batch_too_large_to_bind_is_cut_to_fit_max_storage_buffer_range(model):
+    """batch_frames asking for more frames than one plane binding can hold (lavapipe: maxStorageBufferRange is
+    128 MiB, 1,551 frames of RobotExpressive's 7,214 vertices x 12 bytes): the batch is cut to fit, on the copy
+    path (zero_copy=False, and the default, whose refusal of zero copy for that window sent it there) as with
+    zero copy, so no binding is over the limit (the model fixture fails on the layer's message)."""
+    from vkmorph.bake import GpuBaker
+
+    lim = int(model.ctx.info.limits["maxStorageBufferRange"])
+    V = 7214
+    F = lim // (12 * V) + 9                                   # one batch of F frames would be over the limit
+    clip = model.scene.clip("Wave")
+    times = np.linspace(0.0, 2.0, F)
+    pick = [0, F // 2, F - 1]
+    ref = bake_numpy(model, clip="Wave", times=times[pick], space="world")
+    for zero_copy in (False, None):
+        baker = GpuBaker(model, "world", zero_copy=zero_copy)
+        B = baker.batch_size(F, F)
+        assert 12 * B * V <= lim and B < F
+        gpu = baker.run(clip, times, None, F, False)
+        assert model._bake_cache.B == B
+        np.testing.assert_allclose(gpu.positions[pick], ref.positions, atol=2e-5)
+        np.testing.assert_allclose(gpu.normals[pick], ref.normals, atol=2e-4)
+        del gpu
+        model._free_bake_cache()
