@@ -353,3 +353,15 @@ def test_a_batch_too_large_to_bind_is_cut_to_fit_max_storage_buffer_range(model)
         np.testing.assert_allclose(gpu.normals[pick], ref.normals, atol=2e-4)
         del gpu
         model._free_bake_cache()
+
+
+def test_device_extensions_as_one_string_is_a_usage_error(ctx):
+    """from_external(device_extensions="VK_EXT_external_memory_host"), a string where a list of names is meant,
+    was a set of its characters: the extension silently taken as not enabled. It is one UsageError line."""
+    from vkmorph.errors import UsageError
+    from vkmorph.gpu.context import HOST_MEMORY_EXTENSION, Context
+
+    args = (ctx.instance, ctx.physical_device, ctx.device, ctx.queue, ctx.queue_family_index)
+    for bad in (HOST_MEMORY_EXTENSION, [HOST_MEMORY_EXTENSION, 3]):
+        with pytest.raises(UsageError, match="device_extensions must be a list of extension names"):
+            Context.from_external(*args, device_extensions=bad)

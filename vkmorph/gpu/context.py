@@ -203,6 +203,9 @@ class Context:
                              f"got {queue_family_index!r}") from None
         self._check_external(api_version, enabled_features, graphics)
         self.pipeline_cache = pipeline_cache
+        if isinstance(device_extensions, (str, bytes)) or not all(isinstance(e, str) for e in device_extensions):
+            raise UsageError("Context.from_external: device_extensions must be a list of extension names (str), "
+                             f"got {device_extensions!r}")
         self._host_import_enabled = HOST_MEMORY_EXTENSION in set(device_extensions)
         try:
             self._finish_init()
