@@ -36,7 +36,11 @@ def bake_line(b: dict) -> str:
     limit = _limit_words(b)
     return (f"{head} ({b['speedup_min']:.1f}-{b['speedup_max']:.1f}, {b['repeats']} repeats); {limit}"
             f"{b['readback_vps'] / 1e6:.1f} M/s, the bake at {b['readback_fraction']:.2f} of it "
-            f"({b['readback_fraction_min']:.2f}-{b['readback_fraction_max']:.2f}); GPU {b['gpu_s']:.3f} s wall "
+            f"({b['readback_fraction_min']:.2f}-{b['readback_fraction_max']:.2f})"
+            + (f", at {b['copy_readback_fraction']:.2f} of the copy path's readback alone "
+               f"({b['copy_readback_fraction_min']:.2f}-{b['copy_readback_fraction_max']:.2f})"
+               if "copy_readback_fraction" in b else "")
+            + f"; GPU {b['gpu_s']:.3f} s wall "
             f"({b['gpu_s_min']:.3f}-{b['gpu_s_max']:.3f}), {b['gpu_cpu_s']:.3f} s process CPU; numpy "
             f"{b['numpy_s']:.3f} s wall, {b['numpy_cpu_s']:.3f} s CPU; {b['batch_frames']} frames per batch, "
             f"{b['weight_runs']} weight run(s)"
