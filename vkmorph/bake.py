@@ -29,8 +29,9 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
 3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
    the ``Bake``'s arrays, nothing padded: float stores, a part's last quad of 4 vertices repeating its last
    vertex), three bindings placed per batch by dynamic offsets. Where the device imports host memory
-   (VK_EXT_external_memory_host, ``GpuBaker.zero_copy_refusal``) they are windows of the ``Bake``'s own
-   result array (``_ZeroCopyResult``: numpy memory at the import alignment, imported once per bake and
+   (VK_EXT_external_memory_host, ``GpuBaker.zero_copy_refusal``) and has host-cached device-local memory (by
+   default; ``GpuBaker.uses_zero_copy``: on a discrete GPU the copy path is faster) they are windows of the
+   ``Bake``'s own result array (``_ZeroCopyResult``: numpy memory at the import alignment, imported once per bake and
    released after its last fence): no output buffer, no staging, no host copy. Otherwise (``zero_copy=False``,
    no extension, a result too large to import) each slot has its own planes: on a device with host-cached
    device-local memory (lavapipe, integrated GPUs) host-visible and mapped once, elsewhere device-local with
