@@ -88,7 +88,7 @@ def test_sustained_rows_and_again(ctx, monkeypatch):
         assert r["fps"] > 0 and r["frame_wall_ms"] >= r["gpu_ms"] > 0
         assert all(np.isfinite(r[f"{k}_ms"]) for k in ("morph", "skin", "shadow", "forward"))
         line = B.sustained_line(r)
-        assert line.startswith("sustained      2 lod off") and "fps" in line and "anim+skin" in line
+        assert line.startswith("sustained      2 lod off") and "fps" in line and "morph+anim" in line
     two = rows[2]        # two frames in flight, the coarsest level: the file's level-3 triangles, every frame timed
     assert two["lod_levels"]["forward"] == [0, 0, 0, 2] and 0 < two["triangles"]["forward"] < 0.15 * 2 * 3237
     assert two["fps"] > 0 and all(np.isfinite(two[f"{k}_ms"]) for k in ("morph", "skin", "shadow", "forward"))

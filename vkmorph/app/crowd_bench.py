@@ -644,9 +644,10 @@ def sustained_rows(ctx, counts=(10000,), frames: int = 60, lod="on", paths=("com
     ``frames_in_flight``, a fence and command buffer each), the host preparing frame f+1 while the GPU draws
     frame f. Per path: frames per second from the loop's wall time over the measured frames, the host's part of
     a frame (setters, update, record, submit; with one in flight the wait too) as wall and thread CPU time
-    (medians), GPU ms per pass (timestamps, median; "skin" includes the animation pass, recorded between the morph
-    and skin marks); the first ``frames // 4`` frames are dropped (build-time uploads, the GPU's clocks coming up
-    from idle). The grid and camera as ``pass_rows``."""
+    (medians), GPU ms per pass (timestamps, median; the "morph" mark includes the GPU animation pass, which
+    CrowdFrame.record_deform records right after the morph pass, before the mark); the first ``frames // 4``
+    frames are dropped (build-time uploads, the GPU's clocks coming up from idle). The grid and camera as
+    ``pass_rows``."""
     from .. import load_scene
     from ..gpu.vk import call, vk
     from ..render.offscreen import OffscreenRenderer
@@ -753,7 +754,7 @@ def sustained_line(r: dict) -> str:
     head = f"sustained {r['instances']:>6,} lod {r['lod']} {r['path']:>7} ({r.get('in_flight', 1)} in flight)"
     if "skipped" in r:
         return f"{head}: skipped ({r['skipped']})"
-    names = {"skin": "anim+skin"}      # the skin mark follows the GPU animation pass too (renderer.record)
+    names = {"morph": "morph+anim"}    # record_deform records the GPU animation pass before the "morph" mark
     passes = ", ".join(f"{names.get(k, k)} {r[k + '_ms']:.2f}" for k in ("morph", "skin", "shadow", "forward")
                        if k + "_ms" in r)
     return (f"{head}: {r['fps']:.1f} fps ({r['loop_wall_ms']:.1f} ms a frame over the loop; host's part "
