@@ -93,6 +93,8 @@ def test_sustained_rows_and_again(ctx, monkeypatch):
     assert two["lod_levels"]["forward"] == [0, 0, 0, 2] and 0 < two["triangles"]["forward"] < 0.15 * 2 * 3237
     assert two["fps"] > 0 and all(np.isfinite(two[f"{k}_ms"]) for k in ("morph", "skin", "shadow", "forward"))
     assert "(2 in flight)" in B.sustained_line(two)
+    md = "\n".join(B.sustained_markdown(rows))
+    assert "| 2 | off | vertex | 1 |" in md and "| 2 | 3 | compute | 2 |" in md and f"| {2 * 3237:,} |" in md
     row = B.pass_rows(ctx, (2,), frames=1, lod=3, again=3)[0]
     assert row["again"] == 3 and row["compute_shadow_steady_ms"] > 0 and row["vertex_forward_steady_ms"] > 0
     assert "3 times, the median of the last half" in "\n".join(B.pass_markdown([row]))

@@ -763,6 +763,31 @@ def sustained_line(r: dict) -> str:
             f"triangles shadow {r['triangles']['shadow']:,} forward {r['triangles']['forward']:,}")
 
 
+def sustained_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    r0 = rows[0]
+    out = ["", f"Sustained frames ({MODEL} x N as an application runs it: frames back to back, every instance "
+           f"posed on the GPU and its weights set every frame, {'x'.join(map(str, r0.get('size', PASS_SIZE)))}, "
+           f"shadow map 512, culling off; the first {r0['frames'] // 4} of {r0['frames']} frames dropped; fps "
+           "from the loop's wall time; host = setters + update + record + submit (+ the wait with one in flight), "
+           "thread CPU; GPU ms are medians of the per-pass timestamps, the first mark covering the morph and the "
+           "GPU animation passes):", "",
+           "| instances | LOD | path | in flight | fps | ms a frame | host CPU ms | GPU ms | morph+anim | skin | "
+           "shadow | forward | triangles per pass |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "skipped" in r:
+            out.append(f"| {r['instances']:,} | {r['lod']} | {r['path']} | {r.get('in_flight', 1)} | skipped: "
+                       f"{r['skipped']} | | | | | | | | |")
+            continue
+        out.append(f"| {r['instances']:,} | {r['lod']} | {r['path']} | {r.get('in_flight', 1)} | {r['fps']:.1f} | "
+                   f"{r['loop_wall_ms']:.1f} | {r['frame_cpu_ms']:.1f} | {r['gpu_ms']:.2f} | "
+                   + " | ".join(f"{r.get(k + '_ms', 0.0):.2f}" for k in ("morph", "skin", "shadow", "forward"))
+                   + f" | {r['triangles']['forward']:,} |")
+    return out
+
+
 def _time_model(row: dict, N: int, skinned, stride: int) -> None:
     """render/skin_cost.pass_model calibrated on this row's compute path (its skinning dispatch and raster
     passes), then its prediction of the vertex path against the measured one."""
@@ -1013,7 +1038,8 @@ def _write(report: dict, args) -> None:
                                + gpu_anim_markdown(report.get("gpu_anim", []))
                                + heads_markdown(report.get("heads", []))
                                + gpu_scaling_markdown(report.get("gpu_scaling", []))
-                               + pass_markdown(report.get("passes", []))) + "\n")
+                               + pass_markdown(report.get("passes", []))
+                               + sustained_markdown(report.get("sustained", []))) + "\n")
 
 
 if __name__ == "__main__":
