@@ -42,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-
+from probe_common import close_probe, emit, median_row  # noqa: E402
 from xfb_probe import COPY, FRAMES_PER_DRAW, MODE_NAMES, RIGID, SKIN, compile_glsl, reference, synthetic  # noqa: E402
 
 KINDS = ("compute, in SSBO, out SSBO", "compute, in texel, out SSBO", "compute, in SSBO, out imageStore",
@@ -479,17 +479,9 @@ def child(a) -> dict:
             res["host_copy"] = hc
             res["pitch"] = probe.targets[KINDS[6]]["pitch"]
             for v in variants:
-                res["rows"].append({k: (float(np.median(x)) if isinstance(x, list) else x) for k, x in v.items()
-                                    if k != "cb"})
-            probe.destroy()
-            probe = None
+                res["rows"].append(median_row(v))
     finally:
-        if probe is not None:
-            probe.destroy()
-        res["messages"] = [str(m) for m in ctx.messages]
-        res["leaks"] = ctx.live_children
-        ctx.destroy()
-    res["load"] = os.getloadavg()[0]
+        close_probe(ctx, probe, res)
     return res
 
 
@@ -555,10 +547,7 @@ def main():
             lines += report(res, a.frames, a.vertices, a.repeats)
             if res["messages"] or res["leaks"]:
                 lines.append(f"  messages: {res['messages']}; leaks: {res['leaks']}")
-    text = "\n".join(lines)
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    emit(lines, a.out)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_common import close_probe, emit  # noqa: E402
 
 COUNTS, COUNTS_QUICK = (1000, 2000, 4000, 7000, 10000), (10, 40)
 SHADOW_SIZE = 512
@@ -828,16 +830,8 @@ def child(a) -> dict:
                                        and (drawn if v.coverage != "offscreen" else
                                             row["shadow_coverage"] == 0 and row["forward_coverage"] == 0))
                 res["rows"].append(row)
-            probe.destroy()
-            probe = None
     finally:
-        if probe is not None:
-            ctx.wait_idle()
-            probe.destroy()
-        res["messages"] = [str(m) for m in ctx.messages]
-        res["leaks"] = ctx.live_children
-        ctx.destroy()
-    res["load"] = os.getloadavg()[0]
+        close_probe(ctx, probe, res)
     return res
 
 
@@ -1032,10 +1026,7 @@ def main():
     if "summary" in report:
         lines.append(report["summary"])
     lines.append(f"(whole probe {time.perf_counter() - t0:.0f} s wall)")
-    text = "\n".join(lines)
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    emit(lines, a.out)
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1) + "\n")
 

@@ -50,6 +50,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_common import close_probe, emit, median_row  # noqa: E402
 
 VARIANTS = ("vec4", "float", "u64vec2", "u64 scalar-layout", "broadcast", "broadcast+elect", "shuffle", "bda vec4")
 LOCAL = 64
@@ -302,22 +304,14 @@ def child(a) -> dict:
                     r["cpu"].append(time.process_time() - c0)
             probe.vk.vkDeviceWaitIdle(ctx.device)
             for r in rows:
-                res["rows"].append({k: (float(np.median(x)) if isinstance(x, list) else x) for k, x in r.items()
-                                    if k != "cb"})
+                res["rows"].append(median_row(r))
             if a.validate:   # the layer is live: a dispatch recorded outside a command buffer's recording state
                 before = len(ctx.messages)
                 probe.vk.vkCmdDispatch(rows[0]["cb"], 1, 1, 1)
                 res["negative"] = [str(m)[:160] for m in ctx.messages[before:]]
                 del ctx.messages[before:]
-            probe.destroy()
-            probe = None
     finally:
-        if probe is not None:
-            probe.destroy()
-        res["messages"] = [str(m) for m in ctx.messages]
-        res["leaks"] = ctx.live_children
-        ctx.destroy()
-    res["load"] = os.getloadavg()[0]
+        close_probe(ctx, probe, res)
     return res
 
 
@@ -449,10 +443,7 @@ def main():
                  + (", ".join(k for k, v in facts["operations"].items() if not v) or "none"))
     lines += conclusion(summary, all(r["exact"] for key in ("off", "on") for res in results[key]
                                      for r in res["rows"]))
-    text = "\n".join(lines)
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    emit(lines, a.out)
 
 
 def conclusion(summary: dict, exact: bool) -> list[str]:

@@ -43,6 +43,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe_common import close_probe, emit, median_row  # noqa: E402
 
 SKIN, RIGID, COPY = 0, 1, 2
 MODE_NAMES = {SKIN: "skinned", RIGID: "rigid", COPY: "copy"}
@@ -570,17 +572,9 @@ def child(a) -> dict:
                 res["negative"] = [str(m)[:160] for m in ctx.messages[before:]]
                 del ctx.messages[before:]
             for v in variants:
-                res["rows"].append({k: (float(np.median(x)) if isinstance(x, list) else x) for k, x in v.items()
-                                    if k != "cb"})
-            probe.destroy()
-            probe = None
+                res["rows"].append(median_row(v))
     finally:
-        if probe is not None:
-            probe.destroy()
-        res["messages"] = [str(m) for m in ctx.messages]
-        res["leaks"] = ctx.live_children
-        ctx.destroy()
-    res["load"] = os.getloadavg()[0]
+        close_probe(ctx, probe, res)
     return res
 
 
@@ -657,10 +651,7 @@ def main():
                 lines.append(f"  messages: {res['messages']}; leaks: {res['leaks']}")
     lines.append("## device facts (VkPhysicalDeviceTransformFeedback{Features,Properties}EXT, limits)")
     lines.append("  " + ", ".join(f"{k} {v}" for k, v in facts.items()))
-    text = "\n".join(lines)
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    emit(lines, a.out)
 
 
 if __name__ == "__main__":
