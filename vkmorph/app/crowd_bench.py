@@ -200,10 +200,7 @@ def _gpu_anim_row(ctx, timer, scene, N: int, frames: int) -> dict:
             skin = CrowdSkinning(rt, passes=3, path="compute", animation=anim)
         except UsageError:
             skin = None
-        nclips = len(anim.clips)
-        for ci in range(nclips):    # one vectorized play per clip
-            rows = np.arange(ci, N, nclips)
-            anim.play(ci, phase=rng.random(len(rows)) * 3.0, speed=0.8 + 0.4 * rng.random(len(rows)), rows=rows)
+        _play_clips(anim, N, rng)
         stats: dict[str, list[float]] = {}
         base_w = rng.random(rt.crowd.weights.shape)
         lo, hi = rt.pose.weight_range
@@ -329,9 +326,7 @@ def gpu_anim_scaling(ctx, timer, N: int = 10000, ks=(0, 1, 100, 1000, 10000), fr
     try:
         anim = CrowdAnimation(rt)
         rng = np.random.default_rng(1)
-        for ci in range(len(anim.clips)):
-            rows = np.arange(ci, N, len(anim.clips))
-            anim.play(ci, phase=rng.random(len(rows)) * 3.0, speed=0.8 + 0.4 * rng.random(len(rows)), rows=rows)
+        _play_clips(anim, N, rng)
         clock = [0.0]
 
         def frame(k: int, rows: np.ndarray) -> tuple:
@@ -515,6 +510,25 @@ def lod_option(text: str):
         raise UsageError(f"--lod: 'off', 'on' or a level number, got {text!r}") from None
 
 
+def _play_clips(anim, N: int, rng) -> None:
+    """Instance i plays clip i mod (clips) at its own phase (0-3 s) and speed (0.8-1.2): one vectorized play a clip."""
+    nclips = len(anim.clips)
+    for ci in range(nclips):
+        rows = np.arange(ci, N, nclips)
+        anim.play(ci, phase=rng.random(len(rows)) * 3.0, speed=0.8 + 0.4 * rng.random(len(rows)), rows=rows)
+
+
+def _lay_out_grid(crowd, renderers, N: int, spacing: float = 1.0) -> None:
+    """The N instances (every one at the origin until now) on crowd_driver's grid, its pitch ``spacing`` times the
+    model's footprint, and each renderer's camera framing them."""
+    from .crowd_driver import grid_transforms
+
+    lo, hi = renderers[0].scene_bounds()
+    crowd.set_transforms(grid_transforms(N, spacing * float(max(hi[0] - lo[0], hi[2] - lo[2]))))
+    for r in renderers:
+        r.frame_camera()
+
+
 def pass_rows(ctx, counts=PASS_COUNTS, frames: int = 3, lod="off", *, size: tuple[int, int] = PASS_SIZE,
               spacing: float = 1.0, again: int = 1) -> list[dict]:
     """Both skinning paths side by side: per N, one crowd runtime drawn by two SceneRenderers (compute skinning
@@ -552,7 +566,6 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off", *, size=PASS_SIZ
     from ..render.morph_pass import MorphRuntime
     from ..render.offscreen import OffscreenRenderer
     from ..render.skin_cost import choose_path, skinning_cost
-    from .crowd_driver import grid_transforms
 
     w, h = size
     rt = MorphRuntime(ctx, scene, instances=N)
@@ -567,10 +580,7 @@ def _pass_row(ctx, scene, clip, N: int, frames: int, lod="off", *, size=PASS_SIZ
             except UsageError as exc:
                 row[f"{p}_skipped"] = str(exc)
         crowd = rt.crowd
-        lo, hi = next(iter(offs.values())).renderer.scene_bounds()      # every instance at the origin
-        crowd.set_transforms(grid_transforms(N, spacing * float(max(hi[0] - lo[0], hi[2] - lo[2]))))
-        for o in offs.values():
-            o.renderer.frame_camera()
+        _lay_out_grid(crowd, [o.renderer for o in offs.values()], N, spacing)
         rng = np.random.default_rng(N)
         duration = clip.duration if clip else 1.0
         phase, base_w = rng.random(N) * duration, rng.random(crowd.weights.shape)
@@ -652,7 +662,6 @@ def sustained_rows(ctx, counts=(10000,), frames: int = 60, lod="on", paths=("com
     from ..gpu.vk import call, vk
     from ..render.offscreen import OffscreenRenderer
     from .bench_data import find_model
-    from .crowd_driver import grid_transforms
 
     path = find_model(MODEL)
     if path is None:
@@ -675,15 +684,9 @@ def sustained_rows(ctx, counts=(10000,), frames: int = 60, lod="on", paths=("com
             try:
                 r = o.renderer
                 rt, anim = r.runtime, r.animation
-                lo, hi = r.scene_bounds()
-                rt.crowd.set_transforms(grid_transforms(N, float(max(hi[0] - lo[0], hi[2] - lo[2]))))
-                r.frame_camera()
+                _lay_out_grid(rt.crowd, [r], N)
                 rng = np.random.default_rng(N)
-                nclips = len(anim.clips)
-                for ci in range(nclips):
-                    rows = np.arange(ci, N, nclips)
-                    anim.play(ci, phase=rng.random(len(rows)) * 3.0, speed=0.8 + 0.4 * rng.random(len(rows)),
-                              rows=rows)
+                _play_clips(anim, N, rng)
                 base_w = rng.random(rt.crowd.weights.shape)
                 wlo, whi = rt.pose.weight_range
                 fences = [call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None) for _ in range(in_flight)]
