@@ -70,9 +70,9 @@ def main():
         copy_layout = _Layout(m, "world", True)
         copy_layout.modes = [BAKE_COPY] * len(copy_layout.modes)     # stores only: every item copied
 
-        def setup(layout, split):
+        def setup(layout, split, wide):
             """One batch slot's resources of F frames (made apart from the model's cache, so all stay alive)."""
-            res = BakeResources(m, layout, F, direct, False, baker.window, split)
+            res = BakeResources(m, layout, F, direct, False, baker.window, split, wide=wide)
             made.append(res)
             slot = res.slots[0]
             slot.matrices.mapped[:mats.nbytes] = np.ascontiguousarray(mats.transpose(0, 1, 3, 2)) \
@@ -84,9 +84,10 @@ def main():
             m.ctx.submit([slot.cb], fence=slot.fence)
             m.ctx.wait_fence(slot.fence)
 
-        variants = {"a kernel per mode (split_modes=True, the default here)": True,
-                    "one kernel for every mode (split_modes=False)": False}
-        setups = {name: (setup(baker.layout, split), setup(copy_layout, split)) for name, split in variants.items()}
+        variants = {"a kernel per mode, 64-bit stores (wide_stores, the default here)": (True, baker.wide_stores),
+                    "a kernel per mode, float stores (wide_stores=False)": (True, False),
+                    "one kernel for every mode (split_modes=False)": (False, False)}
+        setups = {name: (setup(baker.layout, *v), setup(copy_layout, *v)) for name, v in variants.items()}
         ref = None
         for name, ((res, slot), _) in setups.items():         # both give the same bake
             batch(res, slot)
@@ -130,18 +131,18 @@ def main():
         for label, (w, c) in (("readback alone", rb), ("numpy baseline (bake_numpy_fast)", npy)):
             lines.append(f"  {label:<36} wall {w * 1e3:8.1f} ms  CPU {c * 1e3:8.1f} ms  "
                          f"CPU per frame-vertex {c / fv * 1e9:6.1f} ns")
-        split, one = (results[n] for n in variants)
-        ratios = [o[0][1] / s_[0][1] for s_, o in zip(split, one)]
-        ks = [r_[0][1] for r_ in split]
-        ko = [r_[0][1] for r_ in one]
-        kw = [r_[0][0] for r_ in split]
-        lines.append(f"  kernel CPU, one kernel / a kernel per mode: {np.median(ratios):.2f}x "
-                     f"({min(ratios):.2f}-{max(ratios):.2f} over the rounds); kernel CPU per frame-vertex: per mode "
-                     f"{np.median(ks) / fv * 1e9:.1f} ns ({min(ks) / fv * 1e9:.1f}-{max(ks) / fv * 1e9:.1f}), one "
-                     f"kernel {np.median(ko) / fv * 1e9:.1f} ns ({min(ko) / fv * 1e9:.1f}-{max(ko) / fv * 1e9:.1f})")
-        lines.append(f"  numpy CPU / kernel CPU: per mode {npy[1] / np.median(ks):.2f}, one kernel "
-                     f"{npy[1] / np.median(ko):.2f}; numpy CPU / kernel wall (per mode) {npy[1] / np.median(kw):.2f}; "
-                     f"a 5x bake needs {npy[1] / 5 * 1e3:.1f} ms wall per batch, everything included")
+        names = list(variants)
+        ks = {n: [r_[0][1] for r_ in results[n]] for n in names}          # kernel CPU per round
+        kw = {n: [r_[0][0] for r_ in results[n]] for n in names}
+        for n in names[1:]:
+            ratios = [b / a_ for a_, b in zip(ks[names[0]], ks[n])]
+            lines.append(f"  kernel CPU, {n} / {names[0]}: {np.median(ratios):.2f}x "
+                         f"({min(ratios):.2f}-{max(ratios):.2f} over the rounds)")
+        for n in names:
+            lines.append(f"  kernel CPU per frame-vertex, {n}: {np.median(ks[n]) / fv * 1e9:.1f} ns "
+                         f"({min(ks[n]) / fv * 1e9:.1f}-{max(ks[n]) / fv * 1e9:.1f}); numpy CPU / kernel CPU "
+                         f"{npy[1] / np.median(ks[n]):.2f}, numpy CPU / kernel wall {npy[1] / np.median(kw[n]):.2f}")
+        lines.append(f"  a 5x bake needs {npy[1] / 5 * 1e3:.1f} ms wall per batch, everything included")
     finally:
         for res in made:
             res.destroy()

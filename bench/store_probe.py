@@ -21,6 +21,9 @@ compared with numpy exactly). Store variants:
   instead of 4 (llvmpipe's per-lane loop stores component by component);
 - u64 scalar-layout: each plane's quad (48 bytes) as one struct { u64vec4; u64vec2 } under the scalar block
   layout (scalarBlockLayout): 2 store intrinsics of 4 + 2 64-bit components per plane instead of 3;
+- u64 pair-struct: the same 6 components as two struct { u64vec2; uint64_t } of 24 bytes (two vertices each:
+  alignment to an even vertex only, the store glsl/bake_wide.comp makes);
+- bda u64 quad: the u64 scalar-layout quad through a GL_EXT_buffer_reference pointer (any 8-byte aligned address);
 - bda vec4: the vec4 stores through a GL_EXT_buffer_reference pointer (VK_KHR_buffer_device_address, a "global"
   store in NIR: lowered by llvmpipe's emit_store_global, no SSBO bounds check).
 
@@ -53,7 +56,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_common import close_probe, emit, median_row  # noqa: E402
 
-VARIANTS = ("vec4", "float", "u64vec2", "u64 scalar-layout", "broadcast", "broadcast+elect", "shuffle", "bda vec4")
+VARIANTS = ("vec4", "float", "u64vec2", "u64 scalar-layout", "u64 pair-struct", "bda u64 quad", "broadcast",
+            "broadcast+elect", "shuffle", "bda vec4")
 LOCAL = 64
 
 
@@ -67,14 +71,21 @@ def glsl(variant: str, sg: int) -> str:
             "#extension GL_KHR_shader_subgroup_shuffle : enable",
             "#extension GL_ARB_gpu_shader_int64 : enable",
             "#extension GL_EXT_scalar_block_layout : enable",
-            "struct Quad { u64vec4 a; u64vec2 b; };   // 48 bytes under the scalar layout: one plane's quad"]
-    if bda:
+            "struct Quad { u64vec4 a; u64vec2 b; };   // 48 bytes under the scalar layout: one plane's quad",
+            "struct Pair { u64vec2 a; uint64_t b; };  // 24 bytes under the scalar layout: two vertices"]
+    if variant == "bda u64 quad":
+        head += ["#extension GL_EXT_buffer_reference : require", "#extension GL_EXT_buffer_reference_uvec2 : require",
+                 "layout(buffer_reference, scalar, buffer_reference_align = 8) writeonly buffer QOut { Quad q; };",
+                 "#define BDAQUAD 1"]
+    elif bda:
         head += ["#extension GL_EXT_buffer_reference : require", "#extension GL_EXT_buffer_reference_uvec2 : require",
                  "layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Out { vec4 v[]; };"]
     head += [f"layout(local_size_x = {LOCAL}) in;",
              "layout(std430, set = 0, binding = 0) readonly buffer Src { vec4 p[]; } src;   // [plane][vertex]",
              (f"layout(std430, set = 0, binding = 1) writeonly buffer Dst {{ {elem} v[]; }} dst;"
-              if variant != "u64 scalar-layout" else
+              if variant not in ("u64 scalar-layout", "u64 pair-struct", "bda u64 quad") else
+              "layout(scalar, set = 0, binding = 1) writeonly buffer Dst { Pair v[]; } dst;"
+              if variant == "u64 pair-struct" else
               "layout(scalar, set = 0, binding = 1) writeonly buffer Dst { Quad v[]; } dst;"),
              "layout(push_constant) uniform PC { uint vertexCount; uint frameCount; uvec2 addr; } pc;"]
     if variant == "vec4":
@@ -94,6 +105,11 @@ def glsl(variant: str, sg: int) -> str:
     elif variant == "u64 scalar-layout":    # main() writes each plane's quad as one Quad (2 stores)
         head.append("#define QUADS 1")
         store = ""
+    elif variant in ("u64 pair-struct", "bda u64 quad"):
+        head.append("#define QUADS 1")
+        if variant == "u64 pair-struct":
+            head.append("#define PAIRS 1")
+        store = ""
     else:
         store = "Out(pc.addr).v[i] = w;"
     body = f"""
@@ -112,10 +128,20 @@ void main() {{
             float s = float(f) * float(pl + 1);
             uvec3 v0 = floatBitsToUint(a[pl][0] + s), v1 = floatBitsToUint(a[pl][1] + s);
             uvec3 v2 = floatBitsToUint(a[pl][2] + s), v3 = floatBitsToUint(a[pl][3] + s);
-            dst.v[pl * (V * pc.frameCount / 4) + o] = Quad(
+            Quad Q = Quad(
                 u64vec4(packUint2x32(v0.xy), packUint2x32(uvec2(v0.z, v1.x)), packUint2x32(v1.yz),
                         packUint2x32(v2.xy)),
                 u64vec2(packUint2x32(uvec2(v2.z, v3.x)), packUint2x32(v3.yz)));
+#if defined(BDAQUAD)
+            uint64_t ad = packUint2x32(pc.addr) + 48ul * uint64_t(pl * (V * pc.frameCount / 4) + o);
+            QOut(ad).q = Q;
+#elif defined(PAIRS)
+            uint pi = 2 * (pl * (V * pc.frameCount / 4) + o);
+            dst.v[pi] = Pair(Q.a.xy, Q.a.z);
+            dst.v[pi + 1] = Pair(u64vec2(Q.a.w, Q.b.x), Q.b.y);
+#else
+            dst.v[pl * (V * pc.frameCount / 4) + o] = Q;
+#endif
         }}
     }}
 #else
@@ -474,7 +500,11 @@ def conclusion(summary: dict, exact: bool) -> list[str]:
             f"{max(robust):.2f}x over the variants (median of paired children; children differ by load, so only a "
             "consistent shift would mean something). In the source the SSBO store's bounds check (ssbo_limit from "
             "the bound range) is emitted for every SSBO store whatever robustBufferAccess says, so the feature "
-            "cannot remove it."]
+            "cannot remove it.",
+            f"  Relative to float stores (the bake kernel's before glsl/bake_wide.comp): 'u64 pair-struct' "
+            f"{rows['u64 pair-struct'] / rows['float']:.2f}x (what bake_wide.comp writes: 24-byte pairs, aligned to "
+            f"an even vertex), 'u64 scalar-layout' {rows['u64 scalar-layout'] / rows['float']:.2f}x (48-byte quads: "
+            "a frame would need a multiple of 4 vertices, RobotExpressive has 7,214)."]
 
 if __name__ == "__main__":
     main()

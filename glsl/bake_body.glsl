@@ -37,6 +37,36 @@ void writeVertices(uint o[K], vec3 p[K], vec3 n[K], vec3 t[K]) {
     }
 }
 
+#ifdef BAKE_WIDE
+// Two vertices' xyz as 3 64-bit words (x0 y0 | z0 x1 | y1 z1): the bits the float stores would write, in 3
+// store components instead of 6 (llvmpipe's per-lane store loop runs per component and per store:
+// bench/2026-12-02h-lavapipe-store-probe.txt)
+Pair pairOf(vec3 a, vec3 b) {
+    uvec3 x = floatBitsToUint(a), y = floatBitsToUint(b);
+    return Pair(u64vec2(packUint2x32(x.xy), packUint2x32(uvec2(x.z, y.x))), packUint2x32(y.yz));
+}
+
+// A quad of consecutive vertices, the first at pair i of each plane window
+void writePairs(uint i, vec3 p[K], vec3 n[K], vec3 t[K]) {
+    out0p.pairs[i] = pairOf(p[0], p[1]);
+    out0p.pairs[i + 1] = pairOf(p[2], p[3]);
+    out1p.pairs[i] = pairOf(n[0], n[1]);
+    out1p.pairs[i + 1] = pairOf(n[2], n[3]);
+    out2p.pairs[i] = pairOf(t[0], t[1]);
+    out2p.pairs[i + 1] = pairOf(t[2], t[3]);
+}
+#endif
+
+void store(bool wide, uint o[K], vec3 p[K], vec3 n[K], vec3 t[K]) {
+#ifdef BAKE_WIDE
+    if (wide) {
+        writePairs(o[0] / 6, p, n, t);
+        return;
+    }
+#endif
+    writeVertices(o, p, n, t);
+}
+
 // The 3x4 affine part of a joint matrix, weighted: the bottom row of a palette matrix is (0, 0, 0, 1) (affine
 // transforms), so only 12 of its 16 floats are read (a quarter fewer loads; skinVertex uses only these).
 mat4 weighted(uint m, float w) {
@@ -85,52 +115,84 @@ void rigidFrame(mat4 world, vec3 p0[K], vec3 n0[K], vec3 t0[K], out vec3 p[K], o
     }
 }
 
+// Vertices v[k] of item `it`, frames [f0, f1): read once, then written for every frame. wide false: floats at
+// each vertex's own addresses (any vertices, repeats allowed: the repeat rule above). wide true (BAKE_WIDE): the
+// quad v[k] = v[0] + k as two vertex pairs of 64-bit words, v[0] an even vertex of the frame. `wide` is a
+// literal at each call: the branch on it folds away after inlining.
+void bakeVertices(BakeItem it, uint mode, uint v[K], uint f0, uint f1, bool wide) {
+    vec3 p0[K], n0[K], t0[K], p[K], n[K], t[K];
+    uvec4 joints[K];
+    vec4 weights[K];
+    uint o[K];                                            // float of vertex k's x in frame f0's part of a plane
+    uint quads = it.strideWords / 4;
+    for (uint k = 0; k < K; ++k) {
+        uint base = it.sourceWord / 4 + v[k] * quads;
+        // position, normal, tangent at words 0, 3, 6; joints and weights at words 12 and 16 (the vertex
+        // layouts of asset/model.py, which bake.py checks): 3 (or 5) whole uvec4
+        vec4 a = uintBitsToFloat(src.quads[base]);
+        vec4 b = uintBitsToFloat(src.quads[base + 1]);
+        vec4 c = uintBitsToFloat(src.quads[base + 2]);
+        p0[k] = a.xyz;
+        n0[k] = vec3(a.w, b.xy);
+        t0[k] = vec3(b.zw, c.x);
+        joints[k] = uvec4(0);
+        weights[k] = vec4(0.0);
+        if (mode == MODE_SKINNED) {
+            joints[k] = src.quads[base + 3] + it.matrix;
+            weights[k] = uintBitsToFloat(src.quads[base + 4]);
+        }
+        o[k] = pc.outShift + 3 * (f0 * pc.frameVertices + it.outVertex + v[k]);
+    }
+    uint frameFloats = 3 * pc.frameVertices;
+    for (uint frame = f0; mode == MODE_SKINNED && frame < f1; ++frame) {
+        skinFrame((frame - pc.matrixFrame) * pc.matricesPerFrame, p0, n0, t0, joints, weights, p, n, t);
+        store(wide, o, p, n, t);
+        for (uint k = 0; k < K; ++k) o[k] += frameFloats;
+    }
+    for (uint frame = f0; mode == MODE_RIGID && frame < f1; ++frame) {
+        rigidFrame(matrices[(frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix], p0, n0, t0, p, n, t);
+        store(wide, o, p, n, t);
+        for (uint k = 0; k < K; ++k) o[k] += frameFloats;
+    }
+    for (uint frame = f0; mode == MODE_COPY && frame < f1; ++frame) {
+        store(wide, o, p0, n0, t0);
+        for (uint k = 0; k < K; ++k) o[k] += frameFloats;
+    }
+}
+
 void main() {
     BakeItem it = items[pc.itemFirst + gl_WorkGroupID.y];
     uint mode = BAKE_MODE == MODE_ANY ? it.mode : BAKE_MODE;
     uint f0 = pc.frameFirst + gl_WorkGroupID.z * pc.framesPerGroup;
     uint f1 = min(f0 + pc.framesPerGroup, pc.frameFirst + pc.frameCount);
     uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    uint quads = it.strideWords / 4;
+    uint v[K];
+#ifdef BAKE_WIDE
+    // Whole quads that start at an even vertex of the frame: from the item's first vertex where outVertex is
+    // even, its second where odd (bake.py binds BAKE_WIDE only where pc.frameVertices is even and pc.outShift a
+    // multiple of 6 floats, so a vertex's parity in the window is that of outVertex + v in every frame: quad q's
+    // pairs are pairs o / 6 and o / 6 + 1). The rest of the item, at most 4 vertices (the first where outVertex
+    // is odd, the last (vertexCount - lead) % 4), goes as one float quad (the repeat rule) of invocation 0, the
+    // loop's condition confining it (llvmpipe leaves a loop no lane is in; a branch it would run for all lanes).
+    uint lead = it.outVertex & 1u;
+    uint whole = (it.vertexCount - lead) / 4;
+    for (uint quad = gl_GlobalInvocationID.x; quad < whole; quad += step) {
+        for (uint k = 0; k < K; ++k) v[k] = lead + 4 * quad + k;
+        bakeVertices(it, mode, v, f0, f1, true);
+    }
+    uint rest = it.vertexCount - 4 * whole;               // 0 .. 4 vertices
+    for (uint e = gl_GlobalInvocationID.x; e < min(rest, 1u); e += step) {
+        for (uint k = 0; k < K; ++k) {
+            uint j = min(k, rest - 1);                     // the repeat rule: the last of them again
+            v[k] = j < lead ? 0 : 4 * whole + j;           // the first vertex, then the tail's
+        }
+        bakeVertices(it, mode, v, f0, f1, false);
+    }
+#else
     uint last = it.vertexCount - 1;
     for (uint quad = gl_GlobalInvocationID.x; 4 * quad < it.vertexCount; quad += step) {
-        vec3 p0[K], n0[K], t0[K], p[K], n[K], t[K];
-        uvec4 joints[K];
-        vec4 weights[K];
-        uint o[K];                                        // float of vertex k's x in frame f0's part of a plane
-        for (uint k = 0; k < K; ++k) {
-            uint v = min(4 * quad + k, last);             // the last quad repeats the item's last vertex
-            uint base = it.sourceWord / 4 + v * quads;
-            // position, normal, tangent at words 0, 3, 6; joints and weights at words 12 and 16 (the vertex
-            // layouts of asset/model.py, which bake.py checks): 3 (or 5) whole uvec4
-            vec4 a = uintBitsToFloat(src.quads[base]);
-            vec4 b = uintBitsToFloat(src.quads[base + 1]);
-            vec4 c = uintBitsToFloat(src.quads[base + 2]);
-            p0[k] = a.xyz;
-            n0[k] = vec3(a.w, b.xy);
-            t0[k] = vec3(b.zw, c.x);
-            joints[k] = uvec4(0);
-            weights[k] = vec4(0.0);
-            if (mode == MODE_SKINNED) {
-                joints[k] = src.quads[base + 3] + it.matrix;
-                weights[k] = uintBitsToFloat(src.quads[base + 4]);
-            }
-            o[k] = pc.outShift + 3 * (f0 * pc.frameVertices + it.outVertex + v);
-        }
-        uint frameFloats = 3 * pc.frameVertices;
-        for (uint frame = f0; mode == MODE_SKINNED && frame < f1; ++frame) {
-            skinFrame((frame - pc.matrixFrame) * pc.matricesPerFrame, p0, n0, t0, joints, weights, p, n, t);
-            writeVertices(o, p, n, t);
-            for (uint k = 0; k < K; ++k) o[k] += frameFloats;
-        }
-        for (uint frame = f0; mode == MODE_RIGID && frame < f1; ++frame) {
-            rigidFrame(matrices[(frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix], p0, n0, t0, p, n, t);
-            writeVertices(o, p, n, t);
-            for (uint k = 0; k < K; ++k) o[k] += frameFloats;
-        }
-        for (uint frame = f0; mode == MODE_COPY && frame < f1; ++frame) {
-            writeVertices(o, p0, n0, t0);
-            for (uint k = 0; k < K; ++k) o[k] += frameFloats;
-        }
+        for (uint k = 0; k < K; ++k) v[k] = min(4 * quad + k, last);     // the last quad repeats the last vertex
+        bakeVertices(it, mode, v, f0, f1, false);
     }
+#endif
 }

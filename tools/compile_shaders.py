@@ -99,7 +99,8 @@ def probe_source(iface: I.ShaderInterface, header: str) -> str:
     body = "    float p = 0.0;\n" + "".join(f"    p += {u};\n" for u in uses)
     if iface.stage == I.VERTEX:
         body += "    gl_Position = vec4(p);\n"
-    return f"#version 450\n{header}\nvoid main() {{\n{body}}}\n"
+    exts = "".join(f"#extension {e} : require\n" for e in iface.extensions)
+    return f"#version 450\n{exts}{header}\nvoid main() {{\n{body}}}\n"
 
 
 _LINE = re.compile(r"^(?P<name>[^:]+): offset (?P<offset>-?\d+), type (?P<type>[0-9a-f]+), size (?P<size>\d+), "

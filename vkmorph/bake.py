@@ -111,6 +111,14 @@ def _align(n: int) -> int:
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
+def _granule(align: int) -> int:
+    """What a zero-copy window's dynamic offset is a multiple of: minStorageBufferOffsetAlignment and 24 bytes,
+    so that the float shift of a batch's first frame in the window (a multiple of 12 bytes when a frame has an
+    even number of vertices) is a whole number of vertex pairs (6 floats), as bake_wide.comp's 64-bit stores
+    need."""
+    return math.lcm(align, 24)
+
+
 # ---------------------------------------------------------------------- poses of a batch (CPU, vectorized)
 def clip_times(clip, times: np.ndarray) -> np.ndarray:
     """The times a frame samples: clamped to the clip, not looped (as ``Model.pose``)."""
@@ -427,14 +435,14 @@ class _ZeroCopyResult:
     def sizes(align: int, F: int, V: int, B: int) -> tuple[int, int, int]:
         """(plane stride, window bytes, allocation bytes before rounding to the import alignment)."""
         plane = -(-12 * F * V // align) * align
-        window = 12 * B * V + align
+        window = 12 * B * V + _granule(align)
         return plane, window, 3 * plane + window
 
     def offsets(self, first: int) -> tuple[list[int], int]:
         """The three planes' dynamic offsets for a batch from frame ``first`` on (aligned down), and the float
         shift of that frame in each window."""
         at = 12 * first * self.V
-        base = at - at % self.align
+        base = at - at % _granule(self.align)
         return [base + k * self.plane_bytes for k in range(3)], (at - base) // 4
 
     def touch(self, first: int, n: int) -> None:
@@ -556,13 +564,13 @@ class BakeResources:
     (``Model.close`` does)."""
 
     def __init__(self, model: Model, layout: _Layout, B: int, direct: bool, gpu_pose: bool = False,
-                 window: int = 0, split: bool = False, zero_copy: bool = False):
+                 window: int = 0, split: bool = False, zero_copy: bool = False, wide: bool = False):
         from .gpu import memory as M
-        from .gpu.interface import BAKE, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_UBO
+        from .gpu.interface import BAKE, BAKE_ITEM, BAKE_MODE_ID, BAKE_SKIP_ZERO_ID, BAKE_UBO, BAKE_WIDE
         from .gpu.pipeline import ComputePipeline
 
         ctx = model.ctx
-        self.key = (layout.space, tuple(layout.skin), B, direct, gpu_pose, window, split, zero_copy)
+        self.key = (layout.space, tuple(layout.skin), B, direct, gpu_pose, window, split, zero_copy, wide)
         # zero_copy (_ZeroCopyResult): the slots have no outputs of their own, each bake binds its result array
         self.zero_copy = zero_copy
         self.window = window          # frames per uniform window of matrices (bake_ubo.comp); 0: bake.comp
@@ -613,7 +621,10 @@ class BakeResources:
                 sources["rest"] = self._own(M.device_buffer(ctx, np.frombuffer(bytes(rest_bytes), np.uint8),
                                                             M.STORAGE, name="bake rest vertices"))
             self.items = self._own(M.device_buffer(ctx, items, M.STORAGE, name="bake items"))
-            iface, sets = BAKE_UBO if window else BAKE, _SLOTS * max(1, len(sources))
+            # wide (GpuBaker.wide_stores: a uniform window and a pipeline per mode): bake_wide.comp, the same
+            # layout as bake_ubo.comp, writing whole quads in 64-bit words
+            iface = (BAKE_WIDE if wide else BAKE_UBO) if window else BAKE
+            sets = _SLOTS * max(1, len(sources))
             modes = sorted({g[4] for g in self.groups}) if split else [None]
             # split, a kernel per mode, is for CPU devices, which run both sides of a branch: there a skinned
             # vertex reads all four joints (BAKE_SKIP_ZERO off) rather than branching on their weights
@@ -667,7 +678,7 @@ class GpuBaker:
 
     def __init__(self, model: Model, space: str, skinning: bool = True, *, direct: bool | None = None,
                  pose: str | None = None, window: int | None = None, split_modes: bool | None = None,
-                 zero_copy: bool | None = None):
+                 zero_copy: bool | None = None, wide_stores: bool | None = None):
         # zero_copy: the kernel writes the bake's result array itself (host memory the device imports,
         # _ZeroCopyResult: no output buffer, no staging, no host copy); None: wherever the context has
         # VK_EXT_external_memory_host enabled and the bake fits (``zero_copy_refusal``); False: the slots' own
@@ -684,6 +695,9 @@ class GpuBaker:
         # items dispatched per mode; False: one pipeline, each item's mode read at run time; None: split on CPU
         # devices (lavapipe runs every branch of a kernel, masked, so a rigid item paid for the skinned code:
         # bench/2026-12-02-lavapipe-bake-kernel.txt), one pipeline on GPUs (as measured there before)
+        # wide_stores: the kernel writes whole quads as 64-bit words (bake_wide.comp; ``wide_refusal`` says where it
+        # cannot); None: wherever it can (the kernel per mode is for CPU devices, where it halves the stores'
+        # cost); True: wide or a UsageError saying why not; False: float stores
         from .anim.pose_batch import parents_first
         from .gpu.interface import CROWD_ANIM_MAX_NODES
 
@@ -695,10 +709,16 @@ class GpuBaker:
             raise UsageError(f"bake: split_modes must be None, True or False, got {split_modes!r}")
         if not (zero_copy is None or zero_copy is True or zero_copy is False):
             raise UsageError(f"bake: zero_copy must be None, True or False, got {zero_copy!r}")
+        if not (wide_stores is None or wide_stores is True or wide_stores is False):
+            raise UsageError(f"bake: wide_stores must be None, True or False, got {wide_stores!r}")
         self.m, self.space, self.direct, self.pose, self.zero_copy = model, space, direct, pose, zero_copy
         self.split_modes = model.ctx.info.device_type == "cpu" if split_modes is None else split_modes
         self.layout = _Layout(model, space, skinning)
         self.window = self.uniform_window(window)
+        self.wide_refusal = self._wide_refusal()
+        if wide_stores is True and self.wide_refusal:
+            raise UsageError(f"bake: wide_stores=True but {self.wide_refusal}")
+        self.wide_stores = wide_stores is not False and self.wide_refusal is None
         nodes = len(parents_first(model.scene))
         self._too_many = (f"the pose pass handles up to {CROWD_ANIM_MAX_NODES} nodes, the scene has {nodes}"
                           if nodes > CROWD_ANIM_MAX_NODES else None)
@@ -713,6 +733,22 @@ class GpuBaker:
             raise UsageError(f"bake: the pose cannot be computed on the GPU: {self.pose_refusal} (use pose='cpu')")
         wanted = self.pose == "gpu" or (self.pose is None and frames > 1)
         self.gpu_pose = self.layout.needs_matrices and wanted and self.pose_refusal is None
+
+    def _wide_refusal(self) -> str | None:
+        """Why the kernel cannot write whole quads as 64-bit words here (None: it can). Its pairs of vertices
+        start at even vertices of a frame, so a frame must hold an even number of vertices (the layout has no
+        padding: the Bake's arrays); it is a variant of the per-mode kernel with a uniform window
+        (bake_ubo.comp); and the device must have shaderInt64 and scalarBlockLayout enabled
+        (``Context.wide_stores``: Context.create enables them where offered; not on a borrowed device)."""
+        if not self.m.ctx.wide_stores:
+            return "the device has no shaderInt64 + scalarBlockLayout enabled (Context.wide_stores)"
+        if not self.split_modes:
+            return "it is a variant of the kernel per mode (split_modes=True)"
+        if not self.window:
+            return "it is a variant of the uniform-window kernel (window > 0)"
+        if self.layout.total % 2:
+            return f"a frame has an odd number of vertices ({self.layout.total}): pairs would straddle frames"
+        return None
 
     def uniform_window(self, most: int | None) -> int:
         """Frames of matrices the kernel reads per uniform window (bake_ubo.comp: a dynamic uniform buffer of
@@ -787,13 +823,13 @@ class GpuBaker:
 
         direct = host_cached_device_memory(self.m.ctx) if self.direct is None else self.direct
         m, key = self.m, (self.space, tuple(self.layout.skin), B, direct, self.gpu_pose, self.window,
-                          self.split_modes, zero_copy)
+                          self.split_modes, zero_copy, self.wide_stores)
         cache = getattr(m, "_bake_cache", None)
         if isinstance(cache, BakeResources) and cache.key == key:
             return cache
         m._free_bake_cache()
         m._bake_cache = BakeResources(m, self.layout, B, direct, self.gpu_pose, self.window, self.split_modes,
-                                      zero_copy)
+                                      zero_copy, self.wide_stores)
         return m._bake_cache
 
     def run(self, clip, times: np.ndarray, weights, batch_frames: int | None, progress) -> Bake:

@@ -200,7 +200,7 @@ def test_uniform_windows_of_a_few_frames_match_the_reference_and_the_storage_ker
     the GPU and on the host, both spaces; the storage-buffer kernel (window=0) gives the same bake. World space
     shares the four skins' one palette (equal joints and inverse binds), mesh space keeps one per mesh node."""
     from vkmorph.bake import GpuBaker
-    from vkmorph.gpu.interface import BAKE, BAKE_SKINNED, BAKE_UBO
+    from vkmorph.gpu.interface import BAKE, BAKE_SKINNED, BAKE_UBO, BAKE_WIDE
 
     clip = model.scene.clip("Dance")
     times = np.r_[-0.25, np.linspace(0.0, clip.duration, 11)]
@@ -210,7 +210,9 @@ def test_uniform_windows_of_a_few_frames_match_the_reference_and_the_storage_ker
             baker = GpuBaker(model, space, pose=pose, window=2)
             assert baker.window == 2
             gpu = baker.run(clip, times, None, 5, False)
-            assert model._bake_cache.pipeline.iface is BAKE_UBO and model._bake_cache.window == 2
+            # the uniform window's kernel, with 64-bit stores where GpuBaker.wide_stores (tests/api/test_bake_wide.py)
+            assert model._bake_cache.pipeline.iface is (BAKE_WIDE if baker.wide_stores else BAKE_UBO)
+            assert model._bake_cache.window == 2
             _close(gpu, ref)
         lay = baker.layout
         skinned = {lay.matrix[k] for k, mode in enumerate(lay.modes) if mode == BAKE_SKINNED}

@@ -114,6 +114,9 @@ class Context:
         # can be imported: memory.HostImport), else 0
         self.host_import_alignment = 0
         self._host_import_enabled = False
+        # shaderInt64 and scalarBlockLayout both enabled on the device (Context.create enables them where offered;
+        # a borrowed device: False): the bake's 64-bit stores (glsl/bake_wide.comp, GpuBaker.wide_stores)
+        self.wide_stores = False
         self.pipeline_cache = None       # the host's VkPipelineCache (or None)
         self.allocator = None            # memory.Allocator, made with the first buffer
         self._set_name_fn = None         # vkSetDebugUtilsObjectNameEXT when debug utils are enabled
@@ -380,11 +383,19 @@ class Context:
         self._host_import_enabled = HOST_MEMORY_EXTENSION in exts
         offered = vk.vkGetPhysicalDeviceFeatures(self.physical_device)
         # anisotropic texture filtering where the device offers it (samplers read ctx.max_anisotropy)
-        features = vk.VkPhysicalDeviceFeatures(samplerAnisotropy=offered.samplerAnisotropy)
+        # shaderInt64 and scalarBlockLayout where offered: the bake's 64-bit stores on CPU devices (bake_wide.comp;
+        # llvmpipe offers both). A feature enabled and unused costs nothing.
+        offered12 = vk.VkPhysicalDeviceVulkan12Features()
+        vk.vkGetPhysicalDeviceFeatures2(self.physical_device, vk.VkPhysicalDeviceFeatures2(pNext=offered12))
+        self.wide_stores = bool(offered.shaderInt64 and offered12.scalarBlockLayout)
+        enabled12 = vk.VkPhysicalDeviceVulkan12Features(scalarBlockLayout=vk.VK_TRUE if self.wide_stores
+                                                        else vk.VK_FALSE)
+        features = vk.VkPhysicalDeviceFeatures(samplerAnisotropy=offered.samplerAnisotropy,
+                                               shaderInt64=vk.VK_TRUE if self.wide_stores else vk.VK_FALSE)
         if offered.samplerAnisotropy:
             limits = vk.vkGetPhysicalDeviceProperties(self.physical_device).limits
             self.max_anisotropy = float(min(16.0, limits.maxSamplerAnisotropy))
-        device_ci = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[queue_ci],
+        device_ci = vk.VkDeviceCreateInfo(pNext=enabled12, queueCreateInfoCount=1, pQueueCreateInfos=[queue_ci],
                                           enabledExtensionCount=len(exts), ppEnabledExtensionNames=exts,
                                           pEnabledFeatures=features)
         self.device = call("vkCreateDevice", self.physical_device, device_ci, None)

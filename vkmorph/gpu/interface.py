@@ -23,7 +23,7 @@ See docs/architecture.md, "Shader interfaces", for adding a binding or a vertex 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -109,6 +109,10 @@ class Binding:
     block: str | None = None      # GLSL block name (default pascal(name), or the Struct's name for uniforms)
     instance: str | None = None   # GLSL instance name; members are then read as instance.member
     count: int = 0                # UNIFORM_ARRAY: elements of the array (its std140 block is count x 16 B or more)
+    # STORAGE of float: also declared at the same binding as an array of Pair (two vertices' xyz as 3 64-bit
+    # words, 24 bytes under the scalar layout), block <block>Pairs, instance <instance>p, member `pairs`: the
+    # shader enables GL_ARB_gpu_shader_int64 and GL_EXT_scalar_block_layout before the header (bake_wide.comp)
+    pairs: bool = False
 
     @property
     def glsl_name(self) -> str:
@@ -185,6 +189,12 @@ class ShaderInterface:
             if b.name == name:
                 return b
         raise KeyError(f"interface {self.name!r} has no binding {name!r}; it has {[b.name for b in self.bindings]}")
+
+    @property
+    def extensions(self) -> tuple[str, ...]:
+        """GLSL extensions the header needs, which each of its shaders enables before including it."""
+        return ("GL_ARB_gpu_shader_int64", "GL_EXT_scalar_block_layout") if any(b.pairs for b in self.bindings) \
+            else ()
 
     def constant(self, name: str) -> float | int:
         for _, n, v in self.constants:
@@ -451,6 +461,15 @@ BAKE_UBO = ShaderInterface(
     bindings=tuple(Binding("matrices", 2, UNIFORM_ARRAY, (COMPUTE,), "mat4", count=BAKE_UBO_MATRICES)
                    if b.name == "matrices" else b for b in BAKE.bindings),
     push=BAKE.push, local_size=BAKE.local_size, constants=BAKE.constants)
+# bake_wide.comp: bake_ubo.comp (the same bindings and push constants: one pipeline layout) writing each plane's
+# whole quads of 4 vertices as two vertex pairs of 64-bit words (the planes also declared as Pair arrays): on
+# llvmpipe a storage-buffer store is a loop over the lanes per component, so 6 components a plane and quad instead
+# of 12 floats (bench/2026-12-02h-lavapipe-store-probe.txt). Needs shaderInt64 and scalarBlockLayout
+# (Context.wide_stores); vkmorph/bake.py uses it on CPU devices (GpuBaker.wide_stores)
+BAKE_WIDE = ShaderInterface(
+    "bake_wide", ("bake_wide.comp",), "bake_ubo with 64-bit stores of vertex pairs (CPU devices)",
+    bindings=tuple(replace(b, pairs=True) if b.kind == STORAGE_DYNAMIC else b for b in BAKE_UBO.bindings),
+    push=BAKE.push, local_size=BAKE.local_size, constants=BAKE.constants)
 
 # ---------------------------------------------------------------------------------------------------- graphics
 SHADOW_BIAS = 0.0015        # depth bias of the shadow-map comparison (grows with the light's grazing angle)
@@ -592,7 +611,8 @@ STAGE_LINKS: tuple[StageLink, ...] = (SCENE_VARYINGS, SCENE_TARGET, UI_VARYINGS,
 
 INTERFACES: tuple[ShaderInterface, ...] = (MORPH, MORPH_COMPACT, MORPH_VERTEX, MORPH_COMPACT_VERTEX, NORMALS,
                                            SKIN_CAPTURE, CROWD_SKIN, COPY, SCENE, STATIC_INPUT, SKINNED_INPUT,
-                                           EXTRA_INPUT, UI, UI_INPUT, BAKE, BAKE_UBO, CROWD_ANIM)
+                                           EXTRA_INPUT, UI, UI_INPUT, BAKE, BAKE_UBO, BAKE_WIDE,
+                                           CROWD_ANIM)
 
 
 # ---------------------------------------------------------------------------------------------------- GLSL
@@ -617,6 +637,9 @@ def glsl_header(iface: ShaderInterface) -> str:
     for s in iface.structs():
         out += [f"struct {s.name} {{{'  // ' + str(s.dtype.itemsize) + ' bytes, ' + s.source if s.source else ''}",
                 *s.body(), "};", ""]
+    if any(b.pairs for b in iface.bindings):
+        out += ["struct Pair {  // 24 bytes (scalar layout): two consecutive vertices' xyz, x0 y0 | z0 x1 | y1 z1",
+                "    u64vec2 a;", "    uint64_t b;", "};", ""]
     for b in iface.bindings:
         where = f"set = {b.set}, binding = {b.binding}"
         if b.kind == SAMPLER:
@@ -631,6 +654,9 @@ def glsl_header(iface: ShaderInterface) -> str:
             access = f"{b.access} " if b.access else ""
             inst = f" {b.instance}" if b.instance else ""
             out.append(f"layout(std430, {where}) {access}buffer {b.block_name} {{ {elem} {b.glsl_name}[]; }}{inst};")
+            if b.pairs:             # the same bytes as vertex pairs (an alias of the binding)
+                out.append(f"layout(scalar, {where}) {access}buffer {b.block_name}Pairs {{ Pair pairs[]; }}"
+                           f"{inst + 'p' if inst else ''};")
     if iface.bindings:
         out.append("")
     if iface.push is not None:

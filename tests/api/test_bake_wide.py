@@ -1,0 +1,115 @@
+"""The bake's 64-bit stores (glsl/bake_wide.comp, ``GpuBaker.wide_stores``: each plane's whole quads as two vertex
+pairs of 64-bit words, the rest of a part as floats) under the validation layer with synchronization validation:
+bit for bit the float stores' bake, for parts that start at odd vertices of a frame and end in 1, 2 or 3 left-over
+vertices, parts shorter than a quad, skinned, rigid and morphing parts, both spaces, several batches, zero copy and
+the copy path; a frame with an odd number of vertices keeps the float stores and says why when forced."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.gltf_write import GltfWriter
+from vkmorph.bake import GpuBaker, bake_numpy
+from vkmorph.errors import UsageError
+
+pytestmark = pytest.mark.gpu
+
+# (vertices, kind) in scene order: starts 0, 3, 8, 14, 21, 30, 33 (odd ones lead with a float vertex), tails
+# of 3, 1, 2, 3, 1, 3 and 3 vertices (11 from 33: the first, two whole quads, two more); 44 in a frame
+PARTS = ((3, "rigid"), (5, "skinned"), (6, "rigid"), (7, "morph"), (9, "rigid"), (3, "skinned"), (11, "rigid"))
+
+
+def _scene(path, parts=PARTS):
+    rng = np.random.default_rng(7)
+    w = GltfWriter()
+    tip = w.node("tip", root=False, translation=[0.0, 1.0, 0.0])
+    root = w.node("root", children=[tip])
+    w.skin([root, tip], [np.eye(4), np.array([[1, 0, 0, 0], [0, 1, 0, -1.0], [0, 0, 1, 0], [0, 0, 0, 1]])])
+    channels = [(tip, "rotation", [0.0, 1.0], [[0, 0, 0, 1], [0, 0, 0.38268343, 0.92387953]], "LINEAR")]
+    for i, (V, kind) in enumerate(parts):
+        pos = rng.uniform(-1.0, 1.0, (V, 3))
+        nrm = rng.normal(size=(V, 3))
+        nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+        idx = np.array([(j, j + 1, j + 2) for j in range(V - 2)])
+        extra = {}
+        if kind in ("skinned", "morph"):
+            wts = rng.uniform(0.0, 1.0, (V, 4)) * (rng.uniform(size=(V, 4)) > 0.4)
+            wts[:, 0] += 0.1
+            extra = {"joints": rng.integers(0, 2, (V, 4)), "joint_weights": wts / wts.sum(1, keepdims=True)}
+        if kind == "morph":
+            extra.update(targets=[rng.uniform(-0.2, 0.2, (V, 3))], weights=[0.0], target_names=["bulge"])
+        mesh = w.mesh(pos, idx, normals=nrm, name=f"part{i}", **extra)
+        node = w.node(f"part{i}", mesh=mesh, translation=[0.0, 0.0, 0.1 * i],
+                      **({"skin": 0} if kind in ("skinned", "morph") else {}))
+        if kind == "rigid":
+            channels.append((node, "rotation", [0.0, 1.0], [[0, 0, 0, 1], [0.2588190, 0, 0, 0.9659258]], "LINEAR"))
+        if kind == "morph":
+            channels.append((node, "weights", [0.0, 0.5, 1.0], [0.0, 1.0, 0.3], "LINEAR"))
+    w.animation("move", channels)
+    return w.save(path)
+
+
+def _bits(bake) -> np.ndarray:
+    return np.stack([bake.positions, bake.normals, bake.tangents]).view(np.uint32)
+
+
+@pytest.fixture
+def parts_model(tmp_path):
+    import vkmorph
+
+    m = vkmorph.open(_scene(tmp_path / "parts.gltf"), validation=True)
+    yield m
+    m.close()
+    assert not m.messages, m.messages
+
+
+def test_wide_stores_are_bit_for_bit_the_float_stores(parts_model):
+    m = parts_model
+    if not m.ctx.wide_stores:
+        pytest.skip("the device has no shaderInt64 + scalarBlockLayout")
+    clip = m.scene.clip("move")
+    times = np.linspace(0.0, 1.0, 7)
+    starts = [s.start for s in GpuBaker(m, "world").layout.slices.values()]
+    assert any(s % 2 for s in starts) and GpuBaker(m, "world").layout.total == 44
+    for space in ("world", "mesh"):
+        for zero_copy in (True, False):
+            wide = GpuBaker(m, space, split_modes=True, zero_copy=zero_copy, wide_stores=True)
+            assert wide.wide_stores and wide.wide_refusal is None
+            a = wide.run(clip, times, None, 3, False)               # batches of 3, 3, 1: both slots, odd frames
+            assert m._bake_cache.pipeline.iface.name == "bake_wide"
+            floats = GpuBaker(m, space, split_modes=True, zero_copy=zero_copy, wide_stores=False)
+            b = floats.run(clip, times, None, 3, False)
+            assert m._bake_cache.pipeline.iface.name == "bake_ubo"
+            np.testing.assert_array_equal(_bits(a), _bits(b))
+            ref = bake_numpy(m, clip="move", times=times, space=space)
+            np.testing.assert_allclose(a.positions, ref.positions, atol=2e-5)
+            np.testing.assert_allclose(a.normals, ref.normals, atol=2e-4)
+            assert np.abs(a.positions[0] - a.positions[-1]).max() > 1e-2        # it moved
+
+
+def test_wide_stores_default_on_cpu_devices_and_refusals_say_why(parts_model, tmp_path):
+    import vkmorph
+
+    m = parts_model
+    baker = GpuBaker(m, "world")
+    assert baker.wide_stores is (m.ctx.wide_stores and baker.split_modes)
+    assert not GpuBaker(m, "world", split_modes=False).wide_stores
+    with pytest.raises(UsageError, match=r"wide_stores=True but it is a variant of the kernel per mode"):
+        GpuBaker(m, "world", split_modes=False, wide_stores=True)
+    with pytest.raises(UsageError, match=r"wide_stores must be None, True or False, got 1"):
+        GpuBaker(m, "world", wide_stores=1)
+    # a frame of 45 vertices: pairs would straddle frames, so the float stores (the same bake as the reference)
+    odd = vkmorph.open(_scene(tmp_path / "odd.gltf", PARTS[:-1] + ((12, "rigid"),)), validation=True)
+    try:
+        b = GpuBaker(odd, "world")
+        assert b.layout.total == 45 and not b.wide_stores and "odd number of vertices (45)" in b.wide_refusal
+        times = np.linspace(0.0, 1.0, 3)
+        out = b.run(odd.scene.clip("move"), times, None, 2, False)
+        np.testing.assert_allclose(out.positions, bake_numpy(odd, clip="move", times=times, space="world").positions,
+                                   atol=2e-5)
+        with pytest.raises(UsageError, match=r"wide_stores=True but a frame has an odd number of vertices \(45\)"):
+            GpuBaker(odd, "world", split_modes=True, wide_stores=True)
+    finally:
+        odd.close()
+    assert not odd.messages, odd.messages
