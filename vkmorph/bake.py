@@ -373,11 +373,16 @@ class _Slot:
         return np.lib.stride_tricks.as_strided(mapped.view(np.float32), (3, n, V, 3),
                                                (self.plane_bytes, 12 * self.frame_vertices, 12, 4), writeable=False)
 
-    def copy_into(self, planes: np.ndarray, first: int, n: int) -> None:
-        """The batch's n frames into ``planes[:, first:first + n]`` ((3, F, V, 3), the result): one copy (nothing
-        with zero_copy, where the kernel wrote them there)."""
-        if not self.zero_copy:
-            planes[:, first:first + n] = self.planes(n, planes.shape[2])
+    def copy_into(self, planes: np.ndarray, first: int, n: int, copier: _HostCopier | None = None) -> None:
+        """The batch's n frames into ``planes[:, first:first + n]`` ((3, F, V, 3), the result): one copy, or split
+        over ``copier``'s threads (nothing with zero_copy, where the kernel wrote them there)."""
+        if self.zero_copy:
+            return
+        dst, src = planes[:, first:first + n], self.planes(n, planes.shape[2])
+        if copier is None:
+            dst[...] = src
+        else:
+            copier.copy(dst, src)
 
     def record_readback(self, cb, n: int, V: int) -> None:
         """After the batch's writes: their bytes to host-visible memory (the copy on a discrete GPU), visible to
@@ -406,6 +411,32 @@ class _Slot:
         for b in (self.staging, self.output, self.matrices):
             if b is not None:
                 b.destroy()
+
+
+class _HostCopier:
+    """The host's copy of each batch into the result on the copy path, split by frames over ``threads`` threads
+    (numpy releases the GIL while it copies). On a discrete GPU that copy, with the first touch of the result's
+    fresh pages, is most of the copy path's readback (the H200's host: 26.7 ms for RobotExpressive's 256 frames,
+    66.5 MB, against 17.7 ms for numpy writing them once on one thread and 7.2 ms on all 16 CPUs,
+    ``bench/2026-12-02g-h200-bake.txt``). ``close()`` joins the threads (the bake's ``finally``)."""
+
+    def __init__(self, threads: int):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.threads = threads
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="vkmorph bake copy")
+
+    def copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        """``dst[...] = src`` for (3, n, V, 3) arrays, a slice of frames of one plane per task."""
+        n = dst.shape[1]
+        per = max(1, -(-3 * n // self.threads))           # frames per task, so that there are ~threads tasks
+        tasks = [self.pool.submit(np.copyto, dst[p, a:a + per], src[p, a:a + per])
+                 for p in range(3) for a in range(0, n, per)]
+        for t in tasks:
+            t.result()                                    # in order; a failed copy raises here
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
 
 
 class _ZeroCopyResult:
@@ -678,7 +709,7 @@ class GpuBaker:
 
     def __init__(self, model: Model, space: str, skinning: bool = True, *, direct: bool | None = None,
                  pose: str | None = None, window: int | None = None, split_modes: bool | None = None,
-                 zero_copy: bool | None = None, wide_stores: bool | None = None):
+                 zero_copy: bool | None = None, wide_stores: bool | None = None, copy_threads: int | None = None):
         # zero_copy: the kernel writes the bake's result array itself (host memory the device imports,
         # _ZeroCopyResult: no output buffer, no staging, no host copy); None: wherever the context has
         # VK_EXT_external_memory_host enabled and the bake fits (``zero_copy_refusal``); False: the slots' own
@@ -698,6 +729,8 @@ class GpuBaker:
         # wide_stores: the kernel writes whole quads as 64-bit words (bake_wide.comp; ``wide_refusal`` says where it
         # cannot); None: wherever it can (the kernel per mode is for CPU devices, where it halves the stores'
         # cost); True: wide or a UsageError saying why not; False: float stores
+        # copy_threads: threads of the host's copy of each batch on the copy path (``host_copy_threads``); None:
+        # half the host's CPUs, at most 8, for results of 8 MiB or more
         from .anim.pose_batch import parents_first
         from .gpu.interface import CROWD_ANIM_MAX_NODES
 
@@ -711,6 +744,11 @@ class GpuBaker:
             raise UsageError(f"bake: zero_copy must be None, True or False, got {zero_copy!r}")
         if not (wide_stores is None or wide_stores is True or wide_stores is False):
             raise UsageError(f"bake: wide_stores must be None, True or False, got {wide_stores!r}")
+        if copy_threads is not None and (isinstance(copy_threads, bool) or not isinstance(copy_threads, int)
+                                         or copy_threads < 1):
+            raise UsageError(f"bake: copy_threads must be None or an int >= 1, got {copy_threads!r}")
+        self.copy_threads = copy_threads
+        self._copier: _HostCopier | None = None
         self.m, self.space, self.direct, self.pose, self.zero_copy = model, space, direct, pose, zero_copy
         self.split_modes = model.ctx.info.device_type == "cpu" if split_modes is None else split_modes
         self.layout = _Layout(model, space, skinning)
@@ -818,6 +856,17 @@ class GpuBaker:
         big = 36 * frames * self.layout.total >= _ZERO_COPY_MIN_BYTES
         return big and host_cached_device_memory(self.m.ctx)
 
+    def host_copy_threads(self, frames: int) -> int:
+        """Threads of the host's copy of each batch into the result on the copy path (``_HostCopier``; 1: one
+        numpy copy): ``copy_threads``, else half the host's CPUs (the others run the Python thread and the
+        driver; on a CPU device the device itself), at most 8, for results of ``_ZERO_COPY_MIN_BYTES`` or more."""
+        import os
+
+        if self.copy_threads is not None:
+            return self.copy_threads
+        big = 36 * frames * self.layout.total >= _ZERO_COPY_MIN_BYTES
+        return max(1, min(8, (os.cpu_count() or 1) // 2)) if big else 1
+
     def _resources(self, B: int, zero_copy: bool = False) -> BakeResources:
         from .gpu.memory import host_cached_device_memory
 
@@ -867,6 +916,8 @@ class GpuBaker:
                    {name: inst.prim.indices.astype(np.uint32) for name, inst in zip(m.names, m.instances)},
                    planes[2])
         bar = _progress(F, progress)
+        threads = 1 if zero_copy else self.host_copy_threads(F)
+        self._copier = _HostCopier(threads) if threads > 1 else None
         # this thread's CPU seconds per batch for its pose and recording (the collect, which waits and copies,
         # excluded): ``batch_host_cpu`` after the run; bench/bake.py compares pose="gpu" with pose="cpu"
         self.batch_host_cpu = res.batch_host_cpu = host_cpu = []
@@ -929,6 +980,9 @@ class GpuBaker:
         finally:
             if result is not None:                           # nothing in flight any more: the import can go
                 result.release()
+            if self._copier is not None:                     # its last copy returned (or raised) already
+                self._copier.close()
+                self._copier = None
             if bar is not None:
                 bar.close()
         # leave the runtime's weights and the model's skeleton at the last frame (Model.pose reads its bounds there)
@@ -989,7 +1043,7 @@ class GpuBaker:
         self.m.ctx.wait_fence(slot.fence)
         slot.busy = None
         self.m.ctx.completed(serial)
-        slot.copy_into(planes, first, n)              # the batch's one copy (one per instance where padded)
+        slot.copy_into(planes, first, n, self._copier)   # the batch's one copy (split over threads: _HostCopier)
 
 
 # ---------------------------------------------------------------------- numpy: the reference and the baseline
@@ -1154,7 +1208,8 @@ def readback_limits(model: Model, frames: int, *, batch_frames: int | None = Non
     * ``copy``: the copy path's readback, through the bake's own slots (batch size, two in flight) and
       ``_Slot.record_readback``: on a discrete GPU one vkCmdCopyBuffer of the batch's three output planes from
       device-local to host-visible memory, on a device with host-cached device-local memory nothing; then the
-      fence and the host's one copy of the batch into the result;
+      fence and the host's one copy of the batch into the result (over ``GpuBaker.host_copy_threads`` threads,
+      as that bake copies);
     * ``write``: the zero-copy bake's floor, every byte of a fresh result array (allocated as the zero-copy bake
       allocates it, ``_ZeroCopyResult``'s aligned host memory) written once by numpy, one thread: what a bake
       that writes its result in place cannot avoid (the first touch of fresh pages is part of it, as in a bake);
@@ -1172,6 +1227,7 @@ def readback_limits(model: Model, frames: int, *, batch_frames: int | None = Non
     B = baker.batch_size(frames, batch_frames)
     res = baker._resources(B)
     V = baker.layout.total
+    threads = baker.host_copy_threads(frames)          # the copy path's host copy, as that bake makes it
     align = max(model.ctx.host_import_alignment, 4096)
 
     def fresh() -> np.ndarray:
@@ -1180,12 +1236,20 @@ def readback_limits(model: Model, frames: int, *, batch_frames: int | None = Non
         return np.lib.stride_tricks.as_strided(raw.view(np.float32), (3, frames, V, 3), (plane, 12 * V, 12, 4))
 
     def copy(planes) -> None:
+        copier = _HostCopier(threads) if threads > 1 else None
+        try:
+            copy_batches(planes, copier)
+        finally:
+            if copier is not None:
+                copier.close()
+
+    def copy_batches(planes, copier) -> None:
         busy: list = [None] * _SLOTS
         for k, first in enumerate(range(0, frames, B)):
             s = k % _SLOTS
             slot = res.slots[s]
             if busy[s] is not None:
-                _readback_collect(model, slot, busy[s], planes, V)
+                _readback_collect(model, slot, busy[s], planes, V, copier)
             n = min(B, frames - first)
             cb = slot.cb
             vk.vkResetCommandBuffer(cb, 0)
@@ -1197,11 +1261,11 @@ def readback_limits(model: Model, frames: int, *, batch_frames: int | None = Non
             busy[s] = (first, n)
             o = (k + 1) % _SLOTS
             if busy[o] is not None:
-                _readback_collect(model, res.slots[o], busy[o], planes, V)
+                _readback_collect(model, res.slots[o], busy[o], planes, V, copier)
                 busy[o] = None
         for s in range(_SLOTS):
             if busy[s] is not None:
-                _readback_collect(model, res.slots[s], busy[s], planes, V)
+                _readback_collect(model, res.slots[s], busy[s], planes, V, copier)
 
     def write(planes) -> None:
         planes.fill(1.0)
@@ -1227,10 +1291,10 @@ def readback_limits(model: Model, frames: int, *, batch_frames: int | None = Non
     return secs
 
 
-def _readback_collect(model, slot, busy, planes, V) -> None:
+def _readback_collect(model, slot, busy, planes, V, copier=None) -> None:
     first, n = busy
     model.ctx.wait_fence(slot.fence)
-    slot.copy_into(planes, first, n)
+    slot.copy_into(planes, first, n, copier)
 
 
 def _timed(fn, repeats: int) -> tuple[list[float], list[float], object]:

@@ -113,3 +113,27 @@ def test_wide_stores_default_on_cpu_devices_and_refusals_say_why(parts_model, tm
     finally:
         odd.close()
     assert not odd.messages, odd.messages
+
+
+def test_the_copy_path_split_over_threads_is_the_same_bake(parts_model):
+    """copy_threads: the host's copy of each batch into the result (the copy path) split by frames over threads
+    (_HostCopier), the bytes of the one-copy bake; the threads are gone after the bake; bad values are one line."""
+    import threading
+
+    m = parts_model
+    clip = m.scene.clip("move")
+    times = np.linspace(0.0, 1.0, 9)
+    one = GpuBaker(m, "world", zero_copy=False, copy_threads=1)
+    assert one.host_copy_threads(9) == 1
+    a = one.run(clip, times, None, 4, False)
+    three = GpuBaker(m, "world", zero_copy=False, copy_threads=3)
+    assert three.host_copy_threads(9) == 3
+    b = three.run(clip, times, None, 4, False)              # batches of 4, 4, 1 frames: tasks of 2, 2, 1 frames
+    np.testing.assert_array_equal(_bits(a), _bits(b))
+    np.testing.assert_allclose(b.positions, bake_numpy(m, clip="move", times=times, space="world").positions,
+                               atol=2e-5)
+    assert not [t for t in threading.enumerate() if t.name.startswith("vkmorph bake copy")]
+    assert GpuBaker(m, "world").host_copy_threads(9) == 1          # a small result: one copy
+    for bad in (0, -1, True, 2.0, "4"):
+        with pytest.raises(UsageError, match="copy_threads must be None or an int >= 1"):
+            GpuBaker(m, "world", copy_threads=bad)
