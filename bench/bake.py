@@ -10,8 +10,9 @@ pose dispatch (crowd_anim.comp through ClipPosePass) submitted and waited for, w
 "GPU" is the process's own threads), median of --repeats after a warm-up; and the kernels in turn: the default bake
 (matrices in a uniform window, bake_ubo.comp; on a CPU device a kernel pipeline per mode, ``split_modes``), the same
 bake with one kernel pipeline for every mode (``split_modes=False``, as on a GPU), the bake with the matrices in a
-storage buffer (bake.comp, ``window=0``), numpy and the copy path (``zero_copy=False``: the slots' own output
-planes and a host copy per batch, the path before the zero-copy result), one after the other per repeat, with
+storage buffer (bake.comp, ``window=0``), numpy, the copy path (``zero_copy=False``: the slots' own output
+planes and a host copy per batch, the path before the zero-copy result) and the copy path with its host copy on
+one thread (``copy_threads=1``; the default splits it over ``host_copy_threads``), one after the other per repeat, with
 the ratios within each round. RobotExpressive's
 clips keep their weights constant (one morph pass per bake); ``--file`` with a model whose clip animates weights
 (tests/assets/AnimatedMorphCube) times the per-frame morph path.
@@ -76,12 +77,13 @@ def kernels_alternating(path, frames: int, repeats: int) -> dict:
     import vkmorph
     from vkmorph.bake import GpuBaker, bake_numpy_fast
 
-    models = [vkmorph.open(path) for _ in range(4)]
+    models = [vkmorph.open(path) for _ in range(5)]
     try:
         clip = models[0].scene.animations[0]
         times = np.linspace(0.0, clip.duration, frames)
         bakers = [GpuBaker(models[0], "world"), GpuBaker(models[1], "world", split_modes=False),
-                  GpuBaker(models[2], "world", window=0), GpuBaker(models[3], "world", zero_copy=False)]
+                  GpuBaker(models[2], "world", window=0), GpuBaker(models[3], "world", zero_copy=False),
+                  GpuBaker(models[4], "world", zero_copy=False, copy_threads=1)]
         runs = [lambda b=b: b.run(b.m.scene.animations[0], times, None, None, False) for b in bakers]
         runs.insert(3, lambda: bake_numpy_fast(models[0], clip=clip.name, times=times, space="world"))
         for fn in runs:
@@ -94,12 +96,13 @@ def kernels_alternating(path, frames: int, repeats: int) -> dict:
                 wall[k].append(time.perf_counter() - t0)
                 cpu[k].append(time.process_time() - c0)
         out = {"window_frames": bakers[0].window, "matrices_per_frame": bakers[0].layout.matrices_per_frame,
-               "split_modes": bakers[0].split_modes, "zero_copy": models[0]._bake_cache.zero_copy}
-        for k, name in enumerate(("ubo", "one", "ssbo", "numpy", "copy")):
+               "split_modes": bakers[0].split_modes, "zero_copy": models[0]._bake_cache.zero_copy,
+               "wide_stores": bakers[0].wide_stores, "copy_threads": bakers[3].host_copy_threads(frames)}
+        for k, name in enumerate(("ubo", "one", "ssbo", "numpy", "copy", "copy1")):
             out[f"alt_{name}_s"], out[f"alt_{name}_cpu_s"] = float(np.median(wall[k])), float(np.median(cpu[k]))
         for name, num, den in (("numpy_over_ubo", 3, 0), ("numpy_over_one", 3, 1), ("numpy_over_ssbo", 3, 2),
                                ("one_over_ubo", 1, 0), ("ssbo_over_ubo", 2, 0), ("numpy_over_copy", 3, 4),
-                               ("copy_over_ubo", 4, 0)):
+                               ("copy_over_ubo", 4, 0), ("copy1_over_copy", 5, 4)):
             r = [n / d for n, d in zip(wall[num], wall[den])]
             rc = [n / d for n, d in zip(cpu[num], cpu[den])]
             out[f"alt_{name}"], out[f"alt_{name}_min"], out[f"alt_{name}_max"] = float(np.median(r)), min(r), max(r)
@@ -150,7 +153,10 @@ def main():
           f"{ratio('one_over_ubo')}, storage / default {ratio('ssbo_over_ubo')}; the default's zero copy: "
           f"{r['zero_copy']}; the copy path (zero_copy=False: the slots' planes, a host copy per batch) "
           f"{r['alt_copy_s']:.3f} s wall, {r['alt_copy_cpu_s']:.3f} s CPU, numpy / copy path "
-          f"{ratio('numpy_over_copy')}, copy path / default {ratio('copy_over_ubo')}")
+          f"{ratio('numpy_over_copy')}, copy path / default {ratio('copy_over_ubo')}; the copy path's host copy on "
+          f"{r['copy_threads']} thread(s) (GpuBaker.host_copy_threads), on one thread (copy_threads=1) "
+          f"{r['alt_copy1_s']:.3f} s wall, {r['alt_copy1_cpu_s']:.3f} s CPU, one thread / default threads "
+          f"{ratio('copy1_over_copy')}; the default's 64-bit stores (wide_stores): {r['wide_stores']}")
     print("goals: >= 5x numpy:", "met" if r["speedup"] >= 5 else "not met",
           f"({r['speedup']:.2f}x, {r['speedup_min']:.2f}-{r['speedup_max']:.2f});",
           ">= 0.5 of the readback limit:", "met" if r["readback_fraction"] >= 0.5 else "not met",
