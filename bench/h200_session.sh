@@ -8,7 +8,8 @@
 # extra (bench/h200_extra.py: bake, k-of-N changed, draws CPU), crowd (vkmorph.app.crowd_bench --quick),
 # crowd-full (N up to 10,000), crowd-passes (both skinning paths per pass; heads), sustained (frames back to
 # back with GPU animation: SUST_COUNTS, SUST_LOD, SUST_FRAMES, SUST_ARGS), suite-par (the suite over 8 pytest-xdist
-# workers), bake (bench/bake.py: BAKE_FRAMES, BAKE_REPEATS), raster-probe (bench/raster_probe.py: the LOD crowd's raster passes drawn several ways, N = 1,000 ... 10,000).
+# workers), bake (bench/bake.py: BAKE_FRAMES, BAKE_REPEATS), raster-probe (bench/raster_probe.py: the LOD crowd's raster passes drawn several ways, N = 1,000 ... 10,000),
+# copy-threads (bench/bake_copy_threads.py: COPYT_ARGS).
 #   bash bench/h200_session.sh 2026-12-01-h200 bench-a bench-b      # one device call
 #   bash bench/h200_session.sh 2026-12-01-h200 suite embed render   # another
 set -u
@@ -70,6 +71,10 @@ for phase in "$@"; do
       timeout ${BAKE_S:-300} python3 bench/bake.py --frames ${BAKE_FRAMES:-256} --repeats ${BAKE_REPEATS:-5} \
         --json "$OUT/$tag-bake.json" >"$OUT/$tag-bake.txt" 2>&1
       echo "rc=$?"; cat "$OUT/$tag-bake.txt" ;;
+    copy-threads)   # bench/bake_copy_threads.py: the copy path's bake against its host copy's threads and batch size
+      timeout ${COPYT_S:-200} python3 bench/bake_copy_threads.py ${COPYT_ARGS:-} --out "$OUT/$tag-copy-threads.txt" \
+        >"$OUT/$tag-copy-threads.log" 2>&1
+      echo "rc=$?"; cat "$OUT/$tag-copy-threads.txt" ;;
     raster-probe)   # bench/raster_probe.py (issue 25): which way of drawing the LOD crowd's triangles stays linear in N
       timeout ${PROBE_S:-240} python3 bench/raster_probe.py ${PROBE_ARGS:-} --json "$OUT/$tag-raster-probe.json" \
         --out "$OUT/$tag-raster-probe.txt" >"$OUT/$tag-raster-probe.log" 2>&1
