@@ -1197,16 +1197,30 @@ def _readback_collect(model, slot, busy, planes, V) -> None:
     slot.copy_into(planes, first, n)
 
 
-def _timed(fn, repeats: int) -> tuple[list[float], list[float], object]:
-    """Wall and process-CPU seconds of ``repeats`` calls after one untimed warm-up call; the last result."""
-    result = fn()
+_WARMUPS = 2          # untimed calls before the timed ones (_timed)
+
+
+def _timed(fn, repeats: int) -> tuple[list[float], list[float], object, list[float]]:
+    """Wall and process-CPU seconds of ``repeats`` calls after ``_WARMUPS`` untimed ones, the last result, and
+    the warm-ups' wall seconds (reported apart: costs a user pays once). Two warm-ups, since the timed calls keep
+    the previous result alive while the next is made (``result = fn()``, as a user's loop does): the first call
+    builds what later calls reuse (a bake's pipelines and buffers), the second is the first to hold two results
+    at once. On this project's lavapipe host (a VM that hands freed guest memory back to its hypervisor, so
+    memory not touched lately faults in ~30x slower) that second call took the cost of memory new to the process:
+    with one warm-up it was the first timed repeat, 0.186 s against 0.032-0.035 s for the others and the
+    speedup's minimum 1.7x against 4.7x (``bench/2026-12-02-lavapipe-bake-host.txt``)."""
+    warm = []
+    for _ in range(_WARMUPS):
+        t0 = _time.perf_counter()
+        result = fn()
+        warm.append(_time.perf_counter() - t0)
     wall, cpu = [], []
     for _ in range(repeats):
         t0, c0 = _time.perf_counter(), _time.process_time()
         result = fn()
         wall.append(_time.perf_counter() - t0)
         cpu.append(_time.process_time() - c0)
-    return wall, cpu, result
+    return wall, cpu, result, warm
 
 
 def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str = "world",
@@ -1215,7 +1229,9 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
     (``bake_numpy_fast``) and of the readback limit (``readback_limits``' three ways, the fastest per repeat:
     ``readback_*_s`` each, ``readback_s`` the limit), each warmed up and timed ``repeats``
     times (medians and min-max); the GPU/numpy ratio per repeat pair, the fraction of the readback limit, and
-    the largest difference from the numpy reference ``bake_numpy`` (first frames). Used by ``vkmorph bench``."""
+    the largest difference from the numpy reference ``bake_numpy`` (first frames). The GPU bake's and numpy's
+    untimed warm-ups (``_timed``) are ``gpu_warmup_s`` / ``numpy_warmup_s``: the first bake of a model pays for
+    its resources and pipelines there. Used by ``vkmorph bench``."""
     from .model import open as open_model
 
     own = model is None
@@ -1224,13 +1240,13 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
         c = m.scene.clip(clip) if clip is not None else (m.scene.animations[0] if m.scene.animations else None)
         times = np.linspace(0.0, c.duration, frames) if c is not None else np.zeros(frames)
         name = c.name if c is not None else None
-        gw, gc, gpu = _timed(lambda: m.bake(clip=name, times=times, space=space, progress=False), repeats)
+        gw, gc, gpu, g_warm = _timed(lambda: m.bake(clip=name, times=times, space=space, progress=False), repeats)
         host = list(m._bake_cache.batch_host_cpu)            # the last repeat's, per batch
         pose_gpu = m._bake_cache.pose is not None
         # the same bake with the pose on the host (PoseBatch per batch, as before the pose pass): before / after
-        hw, hc, _ = _timed(lambda: GpuBaker(m, space, pose="cpu").run(c, times, None, None, False), repeats)
+        hw, hc, _, _ = _timed(lambda: GpuBaker(m, space, pose="cpu").run(c, times, None, None, False), repeats)
         host_cpu_pose = list(m._bake_cache.batch_host_cpu)
-        nw, nc, fast = _timed(lambda: bake_numpy_fast(m, clip=name, times=times, space=space), repeats)
+        nw, nc, fast, n_warm = _timed(lambda: bake_numpy_fast(m, clip=name, times=times, space=space), repeats)
         parts = readback_limits(m, frames, repeats=repeats)
         limit = [min(r) for r in zip(*parts.values())]           # readback_limit: the fastest way per repeat
         zero_copy = GpuBaker(m, space).uses_zero_copy(frames, GpuBaker(m, space).batch_size(frames, None))
@@ -1254,6 +1270,8 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
                 "batch_frames": GpuBaker(m, space).batch_size(frames, None),
                 "weight_runs": len(weight_runs(frame_weights(m, c, times, None))),
                 "gpu_s": med, "gpu_s_min": min(gw), "gpu_s_max": max(gw), "gpu_cpu_s": float(np.median(gc)),
+                # the warm-ups (_timed): the first bake builds the model's bake resources and pipelines
+                "gpu_warmup_s": g_warm, "numpy_warmup_s": n_warm,
                 "numpy_s": float(np.median(nw)), "numpy_s_min": min(nw), "numpy_s_max": max(nw),
                 "numpy_cpu_s": float(np.median(nc)),
                 "readback_s": float(np.median(limit)), "readback_s_min": min(limit), "readback_s_max": max(limit),

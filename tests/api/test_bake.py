@@ -70,6 +70,11 @@ def test_throughput_reports_gpu_numpy_readback_with_spread(model):
     assert r["speedup_min"] <= r["speedup"] <= r["speedup_max"]
     assert r["readback_fraction_min"] <= r["readback_fraction"] <= r["readback_fraction_max"]
     assert r["max_error"] < 2e-5 and r["numpy_max_error"] < 2e-5 and r["gpu_cpu_s"] > 0
+    # the untimed warm-ups, reported apart (the first bake builds the model's resources)
+    assert len(r["gpu_warmup_s"]) == len(r["numpy_warmup_s"]) == 2 and min(r["gpu_warmup_s"]) > 0
+    from vkmorph.app.bench_bake import bake_line
+
+    assert "untimed warm-ups, the first bake building its resources and pipelines: GPU " in bake_line(r)
 
 
 @pytest.mark.parametrize("model", [ROBOT], indirect=True)
