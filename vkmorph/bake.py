@@ -400,6 +400,21 @@ class _Slot:
                 b.destroy()
 
 
+_HUGE_PAGE = 2 << 20     # a transparent huge page (x86-64, arm64 with 4 KiB pages)
+
+
+def _result_memory(nbytes: int, import_alignment: int) -> np.ndarray:
+    """Host memory for a zero-copy result (``memory.aligned_host_bytes``: importable at the device's alignment)
+    that, from one huge page on, starts at a multiple of 2 MiB. numpy asks Linux for transparent huge pages on
+    large arrays (MADV_HUGEPAGE), which map only whole aligned 2 MiB ranges: at 4 KiB alignment the partial head
+    and tail of the result faulted in as 4 KiB pages (RobotExpressive, 256 frames, 66 MB: 635 faults against 124
+    aligned, 3.4 against 2.8 ms to fault it in, ``bench/2026-12-02-lavapipe-bake-host.txt``)."""
+    from .gpu import memory as M
+
+    huge = nbytes >= _HUGE_PAGE
+    return M.aligned_host_bytes(nbytes, max(import_alignment, _HUGE_PAGE) if huge else import_alignment)
+
+
 class _ZeroCopyResult:
     """A bake's (3, F, V, 3) float32 result in host memory that the device imports (VK_EXT_external_memory_host,
     ``memory.HostImport``), so the kernel writes every batch's frames into it in their final layout: no output
@@ -418,7 +433,7 @@ class _ZeroCopyResult:
         self.V = V
         self.align = int(ctx.info.limits.get("minStorageBufferOffsetAlignment", 16))
         self.plane_bytes, self.window_bytes, total = self.sizes(self.align, F, V, B)
-        self.bytes = M.aligned_host_bytes(total, ctx.host_import_alignment)
+        self.bytes = _result_memory(total, ctx.host_import_alignment)
         self.planes = np.lib.stride_tricks.as_strided(self.bytes.view(np.float32), (3, F, V, 3),
                                                       (self.plane_bytes, 12 * V, 12, 4))
         self.imported = M.HostImport(ctx, self.bytes, M.STORAGE, name="bake result (imported host memory)")
@@ -1129,7 +1144,6 @@ def readback_limits(model: Model, frames: int, *, batch_frames: int | None = Non
     import threading
 
     from .gpu import barriers
-    from .gpu import memory as M
     from .gpu.vk import vk
 
     baker = GpuBaker(model, "world", zero_copy=False)
@@ -1140,7 +1154,7 @@ def readback_limits(model: Model, frames: int, *, batch_frames: int | None = Non
 
     def fresh() -> np.ndarray:
         plane, _, total = _ZeroCopyResult.sizes(16, frames, V, B)
-        raw = M.aligned_host_bytes(total, align)
+        raw = _result_memory(total, align)
         return np.lib.stride_tricks.as_strided(raw.view(np.float32), (3, frames, V, 3), (plane, 12 * V, 12, 4))
 
     def copy(planes) -> None:

@@ -175,6 +175,18 @@ def test_a_borrowed_device_imports_only_when_the_host_enabled_the_extension(ctx)
         with_ext.destroy()
 
 
+def test_result_memory_starts_on_a_huge_page_from_one_huge_page_on():
+    """Results of 2 MiB or more start at a multiple of 2 MiB (transparent huge pages cover only whole aligned
+    2 MiB ranges), smaller ones at the import alignment; both hold the bytes asked for and stay importable."""
+    from vkmorph.bake import _HUGE_PAGE, _result_memory
+
+    for nbytes, start in ((3 * _HUGE_PAGE + 12, _HUGE_PAGE), (_HUGE_PAGE, _HUGE_PAGE), (_HUGE_PAGE - 1, 4096),
+                          (100, 4096)):
+        a = _result_memory(nbytes, 4096)
+        assert a.ctypes.data % start == 0 and a.nbytes >= nbytes and a.nbytes % 4096 == 0, nbytes
+    assert _result_memory(100, 1 << 22).ctypes.data % (1 << 22) == 0     # a larger import alignment wins
+
+
 def test_touch_writes_only_inside_the_batch_frames_of_each_plane():
     """The host faults in batch k + 1's pages while the device writes batch k: one byte a page, never outside
     frames [first, first + n) of a plane (another batch's bytes)."""
