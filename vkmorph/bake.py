@@ -850,9 +850,7 @@ class GpuBaker:
         # excluded): ``batch_host_cpu`` after the run; bench/bake.py compares pose="gpu" with pose="cpu"
         self.batch_host_cpu = res.batch_host_cpu = host_cpu = []
         try:
-            if result is not None:                           # every slot is idle: its sets at this result
-                for slot in res.slots:
-                    slot.point_at(result)
+            if result is not None:
                 result.touch(0, min(B, F))
             for k, first in enumerate(range(0, F, B)):
                 s = k % _SLOTS
@@ -860,6 +858,11 @@ class GpuBaker:
                 if slot.busy is not None:                    # batch k-2 (normally collected already)
                     self._collect(slot, planes)
                 n = min(B, F - first)
+                if result is not None and k < _SLOTS:
+                    # the slot's first batch of this bake: its sets at this result. It is idle (the previous bake
+                    # collected it), and its sets are its own: slot 1's update runs while the device runs batch 0
+                    # instead of before the first submit (~0.2 ms, bench/2026-12-02-lavapipe-bake-host.txt)
+                    slot.point_at(result)
                 c0 = _time.thread_time()
                 if pose is not None:                         # the batch's frames: one write, posed on the GPU
                     pose.write(s, clip_index, ct[first:first + n])
@@ -881,6 +884,11 @@ class GpuBaker:
                     self._collect(other, planes)
                     if bar is not None:
                         bar.update(bar_n)
+            # leave the runtime's weights and the model's skeleton at the last frame (Model.pose reads its bounds
+            # there): on the host while the device runs the last batch (the recording that reads the runtime's
+            # weights is done), not after its fence (~0.4 ms, bench/2026-12-02-lavapipe-bake-host.txt)
+            m._reset()
+            m._apply(clip, times[-1] if clip is not None else None, weights)
             for slot in res.slots:
                 if slot.busy is not None:
                     bar_n = slot.busy[1]
@@ -910,9 +918,6 @@ class GpuBaker:
                 result.release()
             if bar is not None:
                 bar.close()
-        # leave the runtime's weights and the model's skeleton at the last frame (Model.pose reads its bounds there)
-        m._reset()
-        m._apply(clip, times[-1] if clip is not None else None, weights)
         return out
 
     def _record(self, res: BakeResources, slot: _Slot, s: int, W: np.ndarray, n: int,
