@@ -459,7 +459,9 @@ class _ZeroCopyResult:
         fresh pages is the zero-copy bake's largest cost after the kernel on lavapipe (a 256-frame bake into
         already-faulted memory took 66-68 against 75-78 ms, ``bench/2026-12-02-lavapipe-bake-zerocopy.txt``); the
         host thread takes it for batch k + 1 while the device runs batch k, instead of waiting on the fence
-        (there 75-78 against 85-89 ms wall without it)."""
+        (there 75-78 against 85-89 ms wall without it). On the same thread: left to the kernel's stores (the
+        device's threads) or to a helper thread, the faults were erratic on this project's VM host (12 bakes in a
+        row: 29-106 ms against 29-32 ms here, ``bench/2026-12-02-lavapipe-bake-host.txt``)."""
         for k in range(3):
             start = k * self.plane_bytes + 12 * first * self.V
             end = start + 12 * n * self.V
