@@ -62,6 +62,21 @@ def test_zero_copy_bakes_rigid_skinned_and_morphing_parts_in_both_spaces(model):
                 assert np.abs(gpu.positions[0] - gpu.positions[5]).max() > 1e-2      # it moved
 
 
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_each_slot_is_pointed_at_the_result_before_its_first_batch(model):
+    """A slot's sets are pointed at a bake's result before the slot's first batch of that bake (slot 1 after batch
+    0's submit): the first bake makes slot 1's sets there, a one-batch bake leaves them at the previous, released
+    result, and the next bake of the same resources (batches of 1 frame) writes its own result through them."""
+    from vkmorph.bake import GpuBaker
+
+    clip = model.scene.clip("Wave")
+    for times in (np.array([0.5, 1.0, 1.5]), np.array([0.3]), np.array([0.7, 1.2, 1.9])):
+        gpu = GpuBaker(model, "world", zero_copy=True).run(clip, times, None, 1, False)
+        assert model._bake_cache.zero_copy and model._bake_cache.B == 1
+        _close(gpu, bake_numpy(model, clip="Wave", times=times, space="world"))
+        assert not _imports(model)
+
+
 @pytest.mark.parametrize("model", [CUBE], indirect=True)
 def test_zero_copy_with_weights_changing_every_frame_and_small_windows(model):
     """A morph pass per frame (every frame its own weights), uniform windows of 1 and 3 frames, batches of 4
