@@ -51,6 +51,20 @@ def test_skinned_rigid_and_morphing_parts_with_overrides_match_the_reference(mod
 
 
 @pytest.mark.parametrize("model", [CUBE, ROBOT], indirect=True)
+def test_a_bake_leaves_the_runtime_and_skeleton_at_its_last_frame(model):
+    """GpuBaker.run sets the last frame (Model._reset + _apply) while the device runs the last batch: afterwards
+    the runtime's weights and the skeleton are those of the last time, as ``Model.pose`` reads them for bounds."""
+    clip = model.scene.clip(model.clips[0])
+    times = np.r_[np.linspace(0.0, clip.duration, 8), 0.37 * clip.duration]     # the last frame mid-clip
+    model.bake(clip=model.clips[0], times=times, space="world", batch_frames=2)
+    flat, world = np.array(model.runtime.pose.flat), np.array(model.skeleton.world_matrices())
+    model._reset()
+    model._apply(clip, times[-1], None)
+    np.testing.assert_array_equal(flat, model.runtime.pose.flat)
+    np.testing.assert_array_equal(world, model.skeleton.world_matrices())
+
+
+@pytest.mark.parametrize("model", [CUBE, ROBOT], indirect=True)
 def test_frame_weights_are_what_reset_and_apply_set_frame_by_frame(model):
     clip = model.scene.clip(model.clips[0])
     times = np.r_[-0.5, np.linspace(0.0, clip.duration, 9), clip.duration + 1.0]   # clamped at both ends
