@@ -439,6 +439,21 @@ class _HostCopier:
         self.pool.shutdown(wait=True)
 
 
+_HUGE_PAGE = 2 << 20     # a transparent huge page (x86-64, arm64 with 4 KiB pages)
+
+
+def _result_memory(nbytes: int, import_alignment: int) -> np.ndarray:
+    """Host memory for a zero-copy result (``memory.aligned_host_bytes``: importable at the device's alignment)
+    that, from one huge page on, starts at a multiple of 2 MiB. numpy asks Linux for transparent huge pages on
+    large arrays (MADV_HUGEPAGE), which map only whole aligned 2 MiB ranges: at 4 KiB alignment the partial head
+    and tail of the result faulted in as 4 KiB pages (RobotExpressive, 256 frames, 66 MB: 635 faults against 124
+    aligned, 3.4 against 2.8 ms to fault it in, ``bench/2026-12-02-lavapipe-bake-host.txt``)."""
+    from .gpu import memory as M
+
+    huge = nbytes >= _HUGE_PAGE
+    return M.aligned_host_bytes(nbytes, max(import_alignment, _HUGE_PAGE) if huge else import_alignment)
+
+
 class _ZeroCopyResult:
     """A bake's (3, F, V, 3) float32 result in host memory that the device imports (VK_EXT_external_memory_host,
     ``memory.HostImport``), so the kernel writes every batch's frames into it in their final layout: no output
@@ -457,7 +472,7 @@ class _ZeroCopyResult:
         self.V = V
         self.align = int(ctx.info.limits.get("minStorageBufferOffsetAlignment", 16))
         self.plane_bytes, self.window_bytes, total = self.sizes(self.align, F, V, B)
-        self.bytes = M.aligned_host_bytes(total, ctx.host_import_alignment)
+        self.bytes = _result_memory(total, ctx.host_import_alignment)
         self.planes = np.lib.stride_tricks.as_strided(self.bytes.view(np.float32), (3, F, V, 3),
                                                       (self.plane_bytes, 12 * V, 12, 4))
         self.imported = M.HostImport(ctx, self.bytes, M.STORAGE, name="bake result (imported host memory)")
@@ -483,7 +498,9 @@ class _ZeroCopyResult:
         fresh pages is the zero-copy bake's largest cost after the kernel on lavapipe (a 256-frame bake into
         already-faulted memory took 66-68 against 75-78 ms, ``bench/2026-12-02-lavapipe-bake-zerocopy.txt``); the
         host thread takes it for batch k + 1 while the device runs batch k, instead of waiting on the fence
-        (there 75-78 against 85-89 ms wall without it)."""
+        (there 75-78 against 85-89 ms wall without it). On the same thread: left to the kernel's stores (the
+        device's threads) or to a helper thread, the faults were erratic on this project's VM host (12 bakes in a
+        row: 29-106 ms against 29-32 ms here, ``bench/2026-12-02-lavapipe-bake-host.txt``)."""
         for k in range(3):
             start = k * self.plane_bytes + 12 * first * self.V
             end = start + 12 * n * self.V
@@ -922,9 +939,7 @@ class GpuBaker:
         # excluded): ``batch_host_cpu`` after the run; bench/bake.py compares pose="gpu" with pose="cpu"
         self.batch_host_cpu = res.batch_host_cpu = host_cpu = []
         try:
-            if result is not None:                           # every slot is idle: its sets at this result
-                for slot in res.slots:
-                    slot.point_at(result)
+            if result is not None:
                 result.touch(0, min(B, F))
             for k, first in enumerate(range(0, F, B)):
                 s = k % _SLOTS
@@ -932,6 +947,11 @@ class GpuBaker:
                 if slot.busy is not None:                    # batch k-2 (normally collected already)
                     self._collect(slot, planes)
                 n = min(B, F - first)
+                if result is not None and k < _SLOTS:
+                    # the slot's first batch of this bake: its sets at this result. It is idle (the previous bake
+                    # collected it), and its sets are its own: slot 1's update runs while the device runs batch 0
+                    # instead of before the first submit (~0.2 ms, bench/2026-12-02-lavapipe-bake-host.txt)
+                    slot.point_at(result)
                 c0 = _time.thread_time()
                 if pose is not None:                         # the batch's frames: one write, posed on the GPU
                     pose.write(s, clip_index, ct[first:first + n])
@@ -953,6 +973,11 @@ class GpuBaker:
                     self._collect(other, planes)
                     if bar is not None:
                         bar.update(bar_n)
+            # leave the runtime's weights and the model's skeleton at the last frame (Model.pose reads its bounds
+            # there): on the host while the device runs the last batch (the recording that reads the runtime's
+            # weights is done), not after its fence (~0.4 ms, bench/2026-12-02-lavapipe-bake-host.txt)
+            m._reset()
+            m._apply(clip, times[-1] if clip is not None else None, weights)
             for slot in res.slots:
                 if slot.busy is not None:
                     bar_n = slot.busy[1]
@@ -985,9 +1010,6 @@ class GpuBaker:
                 self._copier = None
             if bar is not None:
                 bar.close()
-        # leave the runtime's weights and the model's skeleton at the last frame (Model.pose reads its bounds there)
-        m._reset()
-        m._apply(clip, times[-1] if clip is not None else None, weights)
         return out
 
     def _record(self, res: BakeResources, slot: _Slot, s: int, W: np.ndarray, n: int,
@@ -1220,7 +1242,6 @@ def readback_limits(model: Model, frames: int, *, batch_frames: int | None = Non
     import threading
 
     from .gpu import barriers
-    from .gpu import memory as M
     from .gpu.vk import vk
 
     baker = GpuBaker(model, "world", zero_copy=False)
@@ -1232,7 +1253,7 @@ def readback_limits(model: Model, frames: int, *, batch_frames: int | None = Non
 
     def fresh() -> np.ndarray:
         plane, _, total = _ZeroCopyResult.sizes(16, frames, V, B)
-        raw = M.aligned_host_bytes(total, align)
+        raw = _result_memory(total, align)
         return np.lib.stride_tricks.as_strided(raw.view(np.float32), (3, frames, V, 3), (plane, 12 * V, 12, 4))
 
     def copy(planes) -> None:
@@ -1297,16 +1318,30 @@ def _readback_collect(model, slot, busy, planes, V, copier=None) -> None:
     slot.copy_into(planes, first, n, copier)
 
 
-def _timed(fn, repeats: int) -> tuple[list[float], list[float], object]:
-    """Wall and process-CPU seconds of ``repeats`` calls after one untimed warm-up call; the last result."""
-    result = fn()
+_WARMUPS = 2          # untimed calls before the timed ones (_timed)
+
+
+def _timed(fn, repeats: int) -> tuple[list[float], list[float], object, list[float]]:
+    """Wall and process-CPU seconds of ``repeats`` calls after ``_WARMUPS`` untimed ones, the last result, and
+    the warm-ups' wall seconds (reported apart: costs a user pays once). Two warm-ups, since the timed calls keep
+    the previous result alive while the next is made (``result = fn()``, as a user's loop does): the first call
+    builds what later calls reuse (a bake's pipelines and buffers), the second is the first to hold two results
+    at once. On this project's lavapipe host (a VM that hands freed guest memory back to its hypervisor, so
+    memory not touched lately faults in ~30x slower) that second call took the cost of memory new to the process:
+    with one warm-up it was the first timed repeat, 0.186 s against 0.032-0.035 s for the others and the
+    speedup's minimum 1.7x against 4.7x (``bench/2026-12-02-lavapipe-bake-host.txt``)."""
+    warm = []
+    for _ in range(_WARMUPS):
+        t0 = _time.perf_counter()
+        result = fn()
+        warm.append(_time.perf_counter() - t0)
     wall, cpu = [], []
     for _ in range(repeats):
         t0, c0 = _time.perf_counter(), _time.process_time()
         result = fn()
         wall.append(_time.perf_counter() - t0)
         cpu.append(_time.process_time() - c0)
-    return wall, cpu, result
+    return wall, cpu, result, warm
 
 
 def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str = "world",
@@ -1315,7 +1350,9 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
     (``bake_numpy_fast``) and of the readback limit (``readback_limits``' three ways, the fastest per repeat:
     ``readback_*_s`` each, ``readback_s`` the limit), each warmed up and timed ``repeats``
     times (medians and min-max); the GPU/numpy ratio per repeat pair, the fraction of the readback limit, and
-    the largest difference from the numpy reference ``bake_numpy`` (first frames). Used by ``vkmorph bench``."""
+    the largest difference from the numpy reference ``bake_numpy`` (first frames). The GPU bake's and numpy's
+    untimed warm-ups (``_timed``) are ``gpu_warmup_s`` / ``numpy_warmup_s``: the first bake of a model pays for
+    its resources and pipelines there. Used by ``vkmorph bench``."""
     from .model import open as open_model
 
     own = model is None
@@ -1324,13 +1361,13 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
         c = m.scene.clip(clip) if clip is not None else (m.scene.animations[0] if m.scene.animations else None)
         times = np.linspace(0.0, c.duration, frames) if c is not None else np.zeros(frames)
         name = c.name if c is not None else None
-        gw, gc, gpu = _timed(lambda: m.bake(clip=name, times=times, space=space, progress=False), repeats)
+        gw, gc, gpu, g_warm = _timed(lambda: m.bake(clip=name, times=times, space=space, progress=False), repeats)
         host = list(m._bake_cache.batch_host_cpu)            # the last repeat's, per batch
         pose_gpu = m._bake_cache.pose is not None
         # the same bake with the pose on the host (PoseBatch per batch, as before the pose pass): before / after
-        hw, hc, _ = _timed(lambda: GpuBaker(m, space, pose="cpu").run(c, times, None, None, False), repeats)
+        hw, hc, _, _ = _timed(lambda: GpuBaker(m, space, pose="cpu").run(c, times, None, None, False), repeats)
         host_cpu_pose = list(m._bake_cache.batch_host_cpu)
-        nw, nc, fast = _timed(lambda: bake_numpy_fast(m, clip=name, times=times, space=space), repeats)
+        nw, nc, fast, n_warm = _timed(lambda: bake_numpy_fast(m, clip=name, times=times, space=space), repeats)
         parts = readback_limits(m, frames, repeats=repeats)
         limit = [min(r) for r in zip(*parts.values())]           # readback_limit: the fastest way per repeat
         zero_copy = GpuBaker(m, space).uses_zero_copy(frames, GpuBaker(m, space).batch_size(frames, None))
@@ -1354,6 +1391,8 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
                 "batch_frames": GpuBaker(m, space).batch_size(frames, None),
                 "weight_runs": len(weight_runs(frame_weights(m, c, times, None))),
                 "gpu_s": med, "gpu_s_min": min(gw), "gpu_s_max": max(gw), "gpu_cpu_s": float(np.median(gc)),
+                # the warm-ups (_timed): the first bake builds the model's bake resources and pipelines
+                "gpu_warmup_s": g_warm, "numpy_warmup_s": n_warm,
                 "numpy_s": float(np.median(nw)), "numpy_s_min": min(nw), "numpy_s_max": max(nw),
                 "numpy_cpu_s": float(np.median(nc)),
                 "readback_s": float(np.median(limit)), "readback_s_min": min(limit), "readback_s_max": max(limit),

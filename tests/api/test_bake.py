@@ -51,6 +51,20 @@ def test_skinned_rigid_and_morphing_parts_with_overrides_match_the_reference(mod
 
 
 @pytest.mark.parametrize("model", [CUBE, ROBOT], indirect=True)
+def test_a_bake_leaves_the_runtime_and_skeleton_at_its_last_frame(model):
+    """GpuBaker.run sets the last frame (Model._reset + _apply) while the device runs the last batch: afterwards
+    the runtime's weights and the skeleton are those of the last time, as ``Model.pose`` reads them for bounds."""
+    clip = model.scene.clip(model.clips[0])
+    times = np.r_[np.linspace(0.0, clip.duration, 8), 0.37 * clip.duration]     # the last frame mid-clip
+    model.bake(clip=model.clips[0], times=times, space="world", batch_frames=2)
+    flat, world = np.array(model.runtime.pose.flat), np.array(model.skeleton.world_matrices())
+    model._reset()
+    model._apply(clip, times[-1], None)
+    np.testing.assert_array_equal(flat, model.runtime.pose.flat)
+    np.testing.assert_array_equal(world, model.skeleton.world_matrices())
+
+
+@pytest.mark.parametrize("model", [CUBE, ROBOT], indirect=True)
 def test_frame_weights_are_what_reset_and_apply_set_frame_by_frame(model):
     clip = model.scene.clip(model.clips[0])
     times = np.r_[-0.5, np.linspace(0.0, clip.duration, 9), clip.duration + 1.0]   # clamped at both ends
@@ -70,6 +84,11 @@ def test_throughput_reports_gpu_numpy_readback_with_spread(model):
     assert r["speedup_min"] <= r["speedup"] <= r["speedup_max"]
     assert r["readback_fraction_min"] <= r["readback_fraction"] <= r["readback_fraction_max"]
     assert r["max_error"] < 2e-5 and r["numpy_max_error"] < 2e-5 and r["gpu_cpu_s"] > 0
+    # the untimed warm-ups, reported apart (the first bake builds the model's resources)
+    assert len(r["gpu_warmup_s"]) == len(r["numpy_warmup_s"]) == 2 and min(r["gpu_warmup_s"]) > 0
+    from vkmorph.app.bench_bake import bake_line
+
+    assert "untimed warm-ups, the first bake building its resources and pipelines: GPU " in bake_line(r)
 
 
 @pytest.mark.parametrize("model", [ROBOT], indirect=True)

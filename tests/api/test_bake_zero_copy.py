@@ -63,6 +63,21 @@ def test_zero_copy_bakes_rigid_skinned_and_morphing_parts_in_both_spaces(model):
                 assert np.abs(gpu.positions[0] - gpu.positions[5]).max() > 1e-2      # it moved
 
 
+@pytest.mark.parametrize("model", [ROBOT], indirect=True)
+def test_each_slot_is_pointed_at_the_result_before_its_first_batch(model):
+    """A slot's sets are pointed at a bake's result before the slot's first batch of that bake (slot 1 after batch
+    0's submit): the first bake makes slot 1's sets there, a one-batch bake leaves them at the previous, released
+    result, and the next bake of the same resources (batches of 1 frame) writes its own result through them."""
+    from vkmorph.bake import GpuBaker
+
+    clip = model.scene.clip("Wave")
+    for times in (np.array([0.5, 1.0, 1.5]), np.array([0.3]), np.array([0.7, 1.2, 1.9])):
+        gpu = GpuBaker(model, "world", zero_copy=True).run(clip, times, None, 1, False)
+        assert model._bake_cache.zero_copy and model._bake_cache.B == 1
+        _close(gpu, bake_numpy(model, clip="Wave", times=times, space="world"))
+        assert not _imports(model)
+
+
 @pytest.mark.parametrize("model", [CUBE], indirect=True)
 def test_zero_copy_with_weights_changing_every_frame_and_small_windows(model):
     """A morph pass per frame (every frame its own weights), uniform windows of 1 and 3 frames, batches of 4
@@ -174,6 +189,18 @@ def test_a_borrowed_device_imports_only_when_the_host_enabled_the_extension(ctx)
     finally:
         without.destroy()
         with_ext.destroy()
+
+
+def test_result_memory_starts_on_a_huge_page_from_one_huge_page_on():
+    """Results of 2 MiB or more start at a multiple of 2 MiB (transparent huge pages cover only whole aligned
+    2 MiB ranges), smaller ones at the import alignment; both hold the bytes asked for and stay importable."""
+    from vkmorph.bake import _HUGE_PAGE, _result_memory
+
+    for nbytes, start in ((3 * _HUGE_PAGE + 12, _HUGE_PAGE), (_HUGE_PAGE, _HUGE_PAGE), (_HUGE_PAGE - 1, 4096),
+                          (100, 4096)):
+        a = _result_memory(nbytes, 4096)
+        assert a.ctypes.data % start == 0 and a.nbytes >= nbytes and a.nbytes % 4096 == 0, nbytes
+    assert _result_memory(100, 1 << 22).ctypes.data % (1 << 22) == 0     # a larger import alignment wins
 
 
 def test_touch_writes_only_inside_the_batch_frames_of_each_plane():

@@ -11,7 +11,7 @@ BAKE_MODEL, BAKE_FRAMES, BAKE_FRAMES_QUICK, BAKE_REPEATS = "RobotExpressive", 25
 
 def bake_throughput(frames: int, repeats: int = BAKE_REPEATS) -> dict | None:
     """``vkmorph.bake.measure_bake_throughput`` on RobotExpressive's first clip in world space: the GPU bake, the
-    numpy baseline and the readback alone, each median of ``repeats`` after a warm-up."""
+    numpy baseline and the readback alone, each median of ``repeats`` after warm-ups (``vkmorph.bake._timed``)."""
     from ..bake import measure_bake_throughput
 
     path = find_model(BAKE_MODEL)
@@ -45,6 +45,9 @@ def bake_line(b: dict) -> str:
             f"{b['numpy_s']:.3f} s wall, {b['numpy_cpu_s']:.3f} s CPU; {b['batch_frames']} frames per batch, "
             f"{b['weight_runs']} weight run(s)"
             + (f", zero copy: {b['zero_copy']}" if "zero_copy" in b else "")
+            + ("; untimed warm-ups, the first bake building its resources and pipelines: GPU "
+               + ", ".join(f"{x:.3f}" for x in b["gpu_warmup_s"]) + " s, numpy "
+               + ", ".join(f"{x:.3f}" for x in b["numpy_warmup_s"]) + " s" if "gpu_warmup_s" in b else "")
             + f"; max error {b['max_error']:.1e} (numpy {b['numpy_max_error']:.1e})"
             + (f"; pose on the {'GPU' if b['pose_on_gpu'] else 'host'}: host {1e3 * b['host_batch_cpu_s']:.2f} ms "
                f"thread CPU per batch ({1e3 * b['host_batch_cpu_s_min']:.2f}-{1e3 * b['host_batch_cpu_s_max']:.2f}), "
