@@ -48,6 +48,13 @@ from xfb_probe import COPY, FRAMES_PER_DRAW, MODE_NAMES, RIGID, SKIN, compile_gl
 KINDS = ("compute, in SSBO, out SSBO", "compute, in texel, out SSBO", "compute, in SSBO, out imageStore",
          "compute, in texel, out imageStore", "fragment, RGBA32F, copy to buffer", "fragment, RGB32F, copy to buffer",
          "fragment, RGB32F linear, mapped")
+# --palette: in SSBO, out SSBO (today's compute pattern) with the palette in the uniform buffer or a uniform texel
+# buffer, the frame loop a loop or written out (UNROLL)
+assert FRAMES_PER_DRAW == 16     # COMPUTE's UNROLL writes out 16 frames
+# "offset uniform": rigid only, every frame of a dispatch reads the dispatch's first frame's matrix (checked
+# against that), so the UBO offset is push constants only: the mechanism without the unrolling's other costs
+PALETTE_KINDS = ("compute, palette UBO", "compute, palette texel", "compute, palette UBO, frames unrolled",
+                 "compute, palette texel, frames unrolled", "compute, palette UBO, offset uniform")
 TARGETS = {KINDS[4]: ("R32G32B32A32_SFLOAT", False), KINDS[5]: ("R32G32B32_SFLOAT", False),
            KINDS[6]: ("R32G32B32_SFLOAT", True)}
 
@@ -60,7 +67,23 @@ layout(set = 0, binding = 0) uniform usamplerBuffer srcT;
 layout(std430, set = 0, binding = 0) readonly buffer Src { uvec4 quads[]; } src;
 #define SRC(i) src.quads[i]
 #endif
+#if PAL_TEXEL
+// the palettes of all frames in a uniform texel buffer (RGBA32F): column c of matrix m at texel 4 m + c (no
+// dynamic offset for a texel buffer: matrices are counted from frame 0)
+layout(set = 0, binding = 1) uniform samplerBuffer palT;
+#define PALCOL(m, c) texelFetch(palT, int(4 * (m) + (c)))
+#define PAL_BASE(f) ((f) * pc.joints)
+#else
 layout(std140, set = 0, binding = 1) uniform Pal { mat4 m[FRAMES * JOINTS]; } pal;
+#define PAL pal.m
+#define PAL_BASE(f) (((f) - pc.frameFirst) * pc.joints)     // the binding starts at frameFirst (dynamic offset)
+#endif
+#if FIXED_FRAME
+// a cost probe of the mechanism, not the bake: every frame of a dispatch reads its first frame's palette, so a
+// rigid matrix's offset is push constants only (always uniform) inside the frame loop
+#undef PAL_BASE
+#define PAL_BASE(f) (0 * (f))
+#endif
 #if IMAGE_OUT
 layout(set = 0, binding = 2, rgba32f) uniform writeonly imageBuffer dstI;
 #define STORE(i, v) imageStore(dstI, int(i), v)
@@ -70,13 +93,38 @@ layout(std430, set = 0, binding = 2) writeonly buffer Dst { vec4 values[]; } dst
 #endif
 layout(push_constant) uniform PC { uint vertexCount; uint frameCount; uint joints; uint node; uint frameFirst;
                                    uint frameRun; } pc;
-#define PAL pal.m
 COMMON_HERE
-void main() {
+// frame f of quad q: the palette matrices from PAL_BASE(f) on
+void frame(uint q, uint f, uint base, vec3 p0[4], vec3 n0[4], vec3 t0[4], uvec4 j[4], vec4 w[4]) {
+    vec3 p[4], n[4], t[4];
     uint plane = 3 * pc.vertexCount * pc.frameCount;
+#if MODE == 1
+    mat4 world = PALMAT(base + pc.node);
+    mat3 a = mat3(world);
+    mat3 cofactor = mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(a[0], a[1]));
+    for (uint k = 0; k < 4; ++k) {
+        p[k] = (world * vec4(p0[k], 1.0)).xyz;
+        n[k] = unitOrZero(cofactor * n0[k]);
+        t[k] = unitOrZero(a * t0[k]);
+    }
+#else
+    for (uint k = 0; k < 4; ++k) {
+        p[k] = p0[k]; n[k] = n0[k]; t[k] = t0[k];
+        transformVertex(base, j[k], w[k], p[k], n[k], t[k]);
+    }
+#endif
+    uint o = (3 * (f * pc.vertexCount) + 12 * q) / 4;
+    uint pl = plane / 4;
+    STORE(o, vec4(p[0], p[1].x)); STORE(o + 1, vec4(p[1].yz, p[2].xy)); STORE(o + 2, vec4(p[2].z, p[3]));
+    STORE(pl + o, vec4(n[0], n[1].x)); STORE(pl + o + 1, vec4(n[1].yz, n[2].xy));
+    STORE(pl + o + 2, vec4(n[2].z, n[3]));
+    STORE(2 * pl + o, vec4(t[0], t[1].x)); STORE(2 * pl + o + 1, vec4(t[1].yz, t[2].xy));
+    STORE(2 * pl + o + 2, vec4(t[2].z, t[3]));
+}
+void main() {
     uint q = gl_GlobalInvocationID.x;
     if (4 * q >= pc.vertexCount) return;
-    vec3 p0[4], n0[4], t0[4], p[4], n[4], t[4];
+    vec3 p0[4], n0[4], t0[4];
     uvec4 j[4]; vec4 w[4];
     for (uint k = 0; k < 4; ++k) {
         uint b = 5 * (4 * q + k);
@@ -88,31 +136,15 @@ void main() {
         j[k] = uvec4(0); w[k] = vec4(0.0);
 #endif
     }
-    for (uint f = pc.frameFirst; f < pc.frameFirst + pc.frameRun; ++f) {
-        uint base = (f - pc.frameFirst) * pc.joints;
-#if MODE == 1
-        mat4 world = PAL[base + pc.node];
-        mat3 a = mat3(world);
-        mat3 cofactor = mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(a[0], a[1]));
-        for (uint k = 0; k < 4; ++k) {
-            p[k] = (world * vec4(p0[k], 1.0)).xyz;
-            n[k] = unitOrZero(cofactor * n0[k]);
-            t[k] = unitOrZero(a * t0[k]);
-        }
+#if UNROLL
+    // the frames written out, FRAMES of them (frameRun is FRAMES in every dispatch): each frame's palette offset
+    // is a literal times a push constant, plus push constants, so NIR's nir_src_is_always_uniform holds for a
+    // rigid matrix's offset (llvmpipe: one scalar load, broadcast); the loop counter's phi would not
+#define FR(i) frame(q, pc.frameFirst + i, PAL_BASE(pc.frameFirst + i), p0, n0, t0, j, w);
+    FR(0) FR(1) FR(2) FR(3) FR(4) FR(5) FR(6) FR(7) FR(8) FR(9) FR(10) FR(11) FR(12) FR(13) FR(14) FR(15)
 #else
-        for (uint k = 0; k < 4; ++k) {
-            p[k] = p0[k]; n[k] = n0[k]; t[k] = t0[k];
-            transformVertex(base, j[k], w[k], p[k], n[k], t[k]);
-        }
+    for (uint f = pc.frameFirst; f < pc.frameFirst + pc.frameRun; ++f) frame(q, f, PAL_BASE(f), p0, n0, t0, j, w);
 #endif
-        uint o = (3 * (f * pc.vertexCount) + 12 * q) / 4;
-        uint pl = plane / 4;
-        STORE(o, vec4(p[0], p[1].x)); STORE(o + 1, vec4(p[1].yz, p[2].xy)); STORE(o + 2, vec4(p[2].z, p[3]));
-        STORE(pl + o, vec4(n[0], n[1].x)); STORE(pl + o + 1, vec4(n[1].yz, n[2].xy));
-        STORE(pl + o + 2, vec4(n[2].z, n[3]));
-        STORE(2 * pl + o, vec4(t[0], t[1].x)); STORE(2 * pl + o + 1, vec4(t[1].yz, t[2].xy));
-        STORE(2 * pl + o + 2, vec4(t[2].z, t[3]));
-    }
 }
 """
 
@@ -157,13 +189,13 @@ def make_context(validation: bool):
 
 
 class Probe:
-    def __init__(self, ctx, vert, pal, F: int, V: int, J: int, node: int, tmp: Path):
+    def __init__(self, ctx, vert, pal, F: int, V: int, J: int, node: int, tmp: Path, skip_zero: int = 1):
         from vkmorph.gpu import barriers as B
         from vkmorph.gpu import graphics as G
         from vkmorph.gpu import memory as M
         from vkmorph.gpu.vk import call, vk
         self.vk, self.B, self.G, self.ctx, self.call = vk, B, G, ctx, call
-        self.F, self.V, self.J, self.node, self.tmp = F, V, J, node, tmp
+        self.F, self.V, self.J, self.node, self.tmp, self.skip_zero = F, V, J, node, tmp, skip_zero
         self.group = G.ObjectGroup(ctx, "bake raster probe")
         dev = ctx.device
         self.plane_bytes = F * V * 12
@@ -171,7 +203,8 @@ class Probe:
         self.src = self.group.own(M.Buffer(ctx, vert.nbytes, M.STORAGE | tb, host=True, name="vertices"))
         self.src.mapped[:] = vert.view(np.uint8)
         pal_cols = np.ascontiguousarray(pal.transpose(0, 1, 3, 2))
-        self.pal = self.group.own(M.Buffer(ctx, pal_cols.nbytes, M.UNIFORM, host=True, name="palette"))
+        self.pal = self.group.own(M.Buffer(ctx, pal_cols.nbytes, M.UNIFORM |
+                                           vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT, host=True, name="palette"))
         self.pal.mapped[:] = pal_cols.view(np.uint8).reshape(-1)
         self.out = self.group.own(M.Buffer(ctx, 3 * self.plane_bytes, M.STORAGE | tb, host=True, name="planes"))
         self.img_bytes = F * V * 16
@@ -183,6 +216,7 @@ class Probe:
             return self.group.add(vk.vkDestroyBufferView, call("vkCreateBufferView", dev, info, None))
         self.src_view = view(self.src, vk.VK_FORMAT_R32G32B32A32_UINT, vert.nbytes)
         self.out_view = view(self.out, vk.VK_FORMAT_R32G32B32A32_SFLOAT, 3 * self.plane_bytes)
+        self.pal_view = view(self.pal, vk.VK_FORMAT_R32G32B32A32_SFLOAT, pal_cols.nbytes)
         self.fence = self.group.add(vk.vkDestroyFence, call("vkCreateFence", dev, vk.VkFenceCreateInfo(), None))
         all_w = (vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | vk.VK_ACCESS_HOST_READ_BIT)
         stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
@@ -195,7 +229,7 @@ class Probe:
             vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
         ut, st = vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, vk.VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
         sb, ud = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC
-        self.pool = G.descriptor_pool(ctx, self.group, 8, {ut: 8, st: 8, sb: 16, ud: 8})
+        self.pool = G.descriptor_pool(ctx, self.group, 16, {ut: 24, st: 16, sb: 32, ud: 16})
         self.chunk_bytes = FRAMES_PER_DRAW * J * 64
 
         def write(ds, binding, dtype, buf=None, bview=None, size=None):
@@ -209,14 +243,16 @@ class Probe:
         self.cs_layouts = {}
         for tin in (False, True):
             for iout in (False, True):
-                sl = G.set_layout(ctx, self.group, [(0, ut if tin else sb, cs), (1, ud, cs), (2, st if iout else sb,
-                                                                                                  cs)])
-                pl = G.pipeline_layout(ctx, self.group, [sl], 24, cs)
-                ds = G.allocate_set(ctx, self.pool, sl)
-                write(ds, 0, ut, bview=self.src_view) if tin else write(ds, 0, sb, self.src)
-                write(ds, 1, ud, self.pal, size=self.chunk_bytes)
-                write(ds, 2, st, bview=self.out_view) if iout else write(ds, 2, sb, self.out)
-                self.cs_layouts[(tin, iout)] = (pl, ds)
+                for ptex in (False, True):      # the palette: dynamic uniform buffer, or a uniform texel buffer
+                    sl = G.set_layout(ctx, self.group, [(0, ut if tin else sb, cs), (1, ut if ptex else ud, cs),
+                                                        (2, st if iout else sb, cs)])
+                    pl = G.pipeline_layout(ctx, self.group, [sl], 24, cs)
+                    ds = G.allocate_set(ctx, self.pool, sl)
+                    write(ds, 0, ut, bview=self.src_view) if tin else write(ds, 0, sb, self.src)
+                    write(ds, 1, ut, bview=self.pal_view) if ptex else write(ds, 1, ud, self.pal,
+                                                                             size=self.chunk_bytes)
+                    write(ds, 2, st, bview=self.out_view) if iout else write(ds, 2, sb, self.out)
+                    self.cs_layouts[(tin, iout, ptex)] = (pl, ds)
         fs = vk.VK_SHADER_STAGE_FRAGMENT_BIT
         sl = G.set_layout(ctx, self.group, [(0, ut, fs), (1, ud, fs)])
         self.fs_layout = G.pipeline_layout(ctx, self.group, [sl], 24, fs)
@@ -298,16 +334,19 @@ class Probe:
                       vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None)
         return m
 
-    def compute_pipeline(self, mode: int, tin: bool, iout: bool):
+    def compute_pipeline(self, mode: int, tin: bool, iout: bool, ptex: bool = False, unroll: bool = False,
+                         fixed: bool = False):
         vk = self.vk
-        code = compile_glsl(self.tmp, f"cs_{mode}_{int(tin)}_{int(iout)}", "comp", COMPUTE,
-                            {"MODE": mode, "TEXEL_IN": int(tin), "IMAGE_OUT": int(iout), "FRAMES": FRAMES_PER_DRAW,
-                             "JOINTS": self.J})
+        code = compile_glsl(self.tmp, f"cs_{mode}_{int(tin)}_{int(iout)}_{int(ptex)}_{int(unroll)}_{int(fixed)}",
+                            "comp", COMPUTE, {"MODE": mode, "TEXEL_IN": int(tin), "IMAGE_OUT": int(iout),
+                                              "PAL_TEXEL": int(ptex), "UNROLL": int(unroll), "FIXED_FRAME": int(fixed),
+                                              "SKIP_ZERO": self.skip_zero, "FRAMES": FRAMES_PER_DRAW,
+                                              "JOINTS": self.J})
         module = self._module(code)
         try:
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
                                                        pName="main")
-            info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.cs_layouts[(tin, iout)][0])
+            info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.cs_layouts[(tin, iout, ptex)][0])
             pipe = self.call("vkCreateComputePipelines", self.ctx.device, vk.VK_NULL_HANDLE, 1, [info], None)[0]
         finally:
             vk.vkDestroyShaderModule(self.ctx.device, module, None)
@@ -317,7 +356,7 @@ class Probe:
         vk = self.vk
         vs = compile_glsl(self.tmp, "vs_full", "vert", FULLSCREEN, {"MODE": 2})
         fsc = compile_glsl(self.tmp, f"fs_{mode}", "frag", FRAGMENT, {"MODE": mode, "FRAMES": FRAMES_PER_DRAW,
-                                                                     "JOINTS": self.J})
+                                                                     "JOINTS": self.J, "SKIP_ZERO": self.skip_zero})
         mods = [self._module(vs), self._module(fsc)]
         try:
             stages = [vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_VERTEX_BIT, module=mods[0],
@@ -365,16 +404,20 @@ class Probe:
         self._keep.append(pc)
         self.vk.vkCmdPushConstants(cb, layout, stage, 0, 24, self.vk.ffi.from_buffer(pc))
 
-    def record_compute(self, mode: int, tin: bool, iout: bool):
+    def record_compute(self, mode: int, tin: bool, iout: bool, ptex: bool = False, unroll: bool = False,
+                       fixed: bool = False):
         vk = self.vk
-        pipe = self.compute_pipeline(mode, tin, iout)
-        layout, dset = self.cs_layouts[(tin, iout)]
+        pipe = self.compute_pipeline(mode, tin, iout, ptex, unroll, fixed)
+        layout, dset = self.cs_layouts[(tin, iout, ptex)]
         cb = self._cb()
         vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipe)
         groups = -(-self.V // 256)
         for first in range(0, self.F, FRAMES_PER_DRAW):
-            vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, [dset], 1,
-                                       [first * self.J * 64])
+            if ptex:                   # no dynamic offset: the shader counts the palettes from frame 0
+                vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, [dset], 0, None)
+            else:
+                vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, [dset], 1,
+                                           [first * self.J * 64])
             self._pc(cb, layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, first)
             vk.vkCmdDispatch(cb, groups, 1, 1)
         return self._finish(cb)
@@ -433,24 +476,41 @@ def child(a) -> dict:
     F, V, J, node = a.frames, a.vertices, a.joints, 3
     vert, pal = synthetic(V, F, J)
     ctx = make_context(a.validate)
-    res = {"device": ctx.info.name, "rows": [], "messages": []}
+    kinds = PALETTE_KINDS if a.palette else KINDS
+    res = {"device": ctx.info.name, "rows": [], "messages": [], "kinds": kinds}
     probe = None
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            probe = Probe(ctx, vert, pal, F, V, J, node, Path(tmp))
+            probe = Probe(ctx, vert, pal, F, V, J, node, Path(tmp), a.skip_zero)
             variants = []
             for mode in (SKIN, RIGID, COPY):
                 refs = reference(vert, pal, mode, node)
-                for kind in KINDS:
+                first_bits = None
+                # --palette: copy reads no palette, one kind of it (the floor: loads and stores only)
+                for kind in (kinds[:1] if a.palette and mode == COPY else kinds):
+                    fixed = "offset uniform" in kind
+                    if fixed and mode != RIGID:
+                        continue
                     if kind.startswith("compute"):
-                        cb = probe.record_compute(mode, "in texel" in kind, "imageStore" in kind)
+                        cb = probe.record_compute(mode, "in texel" in kind, "imageStore" in kind,
+                                                  "palette texel" in kind, "unrolled" in kind, fixed)
                     else:
                         cb = probe.record_fragment(mode, kind)
                     probe.out.mapped[:] = 0xFF
                     probe.img_out.mapped[:] = 0xFF
                     probe.run(cb)
-                    err = float(np.max(np.abs(probe.planes(kind) - refs)))
-                    variants.append({"mode": MODE_NAMES[mode], "kind": kind, "cb": cb, "err": err,
+                    got = np.array(probe.planes(kind))
+                    if fixed:        # each dispatch's frames from its first frame's palette
+                        held = np.repeat(pal[::FRAMES_PER_DRAW], FRAMES_PER_DRAW, axis=0)
+                        err = float(np.max(np.abs(got - reference(vert, held, mode, node))))
+                    else:
+                        err = float(np.max(np.abs(got - refs)))
+                    if first_bits is None:
+                        first_bits = got.view(np.uint32)
+                    # bit for bit the mode's first kind (today's pattern)?
+                    same = None if fixed else bool(got.shape == first_bits.shape and
+                                                   np.array_equal(got.view(np.uint32), first_bits))
+                    variants.append({"mode": MODE_NAMES[mode], "kind": kind, "cb": cb, "err": err, "same": same,
                                      "wall": [], "cpu": []})
             for v in variants:
                 probe.run(v["cb"])
@@ -461,23 +521,24 @@ def child(a) -> dict:
                     v["wall"].append(time.perf_counter() - t0)
                     v["cpu"].append(time.process_time() - c0)
             probe.vk.vkDeviceWaitIdle(ctx.device)
-            # the host's copy of the planes into a (3, F, V, 3) result, from each readback layout
-            dst = np.empty((3, F, V, 3), np.float32)
-            hc = {}
-            for kind in (KINDS[0], *TARGETS):
-                src = probe.planes(kind) if not probe.targets.get(kind, {}).get("linear") else None
-                ts = []
-                for _ in range(max(3, a.repeats)):
-                    c0 = time.process_time()
-                    if src is None:           # the mapped attachments, one per plane
-                        for i, mp in enumerate(probe.targets[kind]["maps"]):
-                            dst[i] = mp
-                    else:
-                        dst[:] = src
-                    ts.append(time.process_time() - c0)
-                hc[kind] = float(np.median(ts))
-            res["host_copy"] = hc
-            res["pitch"] = probe.targets[KINDS[6]]["pitch"]
+            if not a.palette:
+                # the host's copy of the planes into a (3, F, V, 3) result, from each readback layout
+                dst = np.empty((3, F, V, 3), np.float32)
+                hc = {}
+                for kind in (KINDS[0], *TARGETS):
+                    src = probe.planes(kind) if not probe.targets.get(kind, {}).get("linear") else None
+                    ts = []
+                    for _ in range(max(3, a.repeats)):
+                        c0 = time.process_time()
+                        if src is None:           # the mapped attachments, one per plane
+                            for i, mp in enumerate(probe.targets[kind]["maps"]):
+                                dst[i] = mp
+                        else:
+                            dst[:] = src
+                        ts.append(time.process_time() - c0)
+                    hc[kind] = float(np.median(ts))
+                res["host_copy"] = hc
+                res["pitch"] = probe.targets[KINDS[6]]["pitch"]
             for v in variants:
                 res["rows"].append(median_row(v))
     finally:
@@ -487,21 +548,27 @@ def child(a) -> dict:
 
 def report(res: dict, F: int, V: int, repeats: int) -> list[str]:
     fv = F * V
+    kinds = res["kinds"]
     lines = [f"## {res['device']}, host {platform.node()} ({os.cpu_count()} CPUs, load {res['load']:.1f}); {F} frames "
              f"x {V:,} vertices ({fv:,} frame-vertices), 3 planes of xyz; median of {repeats}"]
     by = {}
     for r in res["rows"]:
         by[(r["mode"], r["kind"])] = r
-        lines.append(f"  {r['mode']:<8} {r['kind']:<36} wall {r['wall'] * 1e3:7.1f} ms  CPU {r['cpu'] * 1e3:7.1f} ms"
-                     f"  CPU per frame-vertex {r['cpu'] / fv * 1e9:6.1f} ns;  max |err| {r['err']:.2e}")
-    lines.append("  CPU relative to today's pattern (compute, in SSBO, out SSBO) of the same mode:")
+        lines.append(f"  {r['mode']:<8} {r['kind']:<40} wall {r['wall'] * 1e3:7.1f} ms  CPU {r['cpu'] * 1e3:7.1f} ms"
+                     f"  CPU per frame-vertex {r['cpu'] / fv * 1e9:6.1f} ns;  max |err| {r['err']:.2e}; "
+                     + ("other frames' matrices" if r["same"] is None else
+                        f"bits {'=' if r['same'] else '!='} {kinds[0]}"))
+    lines.append(f"  CPU relative to the same mode's {kinds[0]}:")
     for mode in ("skinned", "rigid", "copy"):
-        base = by[(mode, KINDS[0])]["cpu"]
-        lines.append(f"    {mode:<8} " + ", ".join(f"{k}: {by[(mode, k)]['cpu'] / base:.2f}x" for k in KINDS[1:]))
-    hc = res["host_copy"]
-    lines.append("  host copy into the (3, F, V, 3) result (CPU): " + ", ".join(
-        f"from {k} {v * 1e3:.1f} ms" for k, v in hc.items()))
-    lines.append(f"  linear RGB32F row pitch {res['pitch']} B ({12 * V} B of vertices)")
+        base = by[(mode, kinds[0])]["cpu"]
+        rel = [f"{k}: {by[(mode, k)]['cpu'] / base:.2f}x" for k in kinds[1:] if (mode, k) in by]
+        if rel:
+            lines.append(f"    {mode:<8} " + ", ".join(rel))
+    if "host_copy" in res:
+        hc = res["host_copy"]
+        lines.append("  host copy into the (3, F, V, 3) result (CPU): " + ", ".join(
+            f"from {k} {v * 1e3:.1f} ms" for k, v in hc.items()))
+        lines.append(f"  linear RGB32F row pitch {res['pitch']} B ({12 * V} B of vertices)")
     return lines
 
 
@@ -511,6 +578,10 @@ def main():
     ap.add_argument("--vertices", type=int, default=7168)
     ap.add_argument("--joints", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--palette", action="store_true",
+                    help="the palette kinds instead: uniform buffer or uniform texel buffer, frame loop or unrolled")
+    ap.add_argument("--skip-zero", type=int, choices=(0, 1), default=1,
+                    help="1: skinning skips zero weights (GPU bake); 0: reads all four joints (bake on CPU devices)")
     ap.add_argument("--out")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--validate", action="store_true", help=argparse.SUPPRESS)
@@ -521,13 +592,20 @@ def main():
     if a.child:
         print(json.dumps(child(a)))
         return
+    flags = (" --palette" if a.palette else "") + f" --skip-zero {a.skip_zero}"
     lines = [f"# bench/bake_raster_probe.py --frames {a.frames} --vertices {a.vertices} --joints {a.joints} --repeats "
-             f"{a.repeats}, {time.strftime('%Y-%m-%d %H:%M')} UTC, this 2-core lavapipe host (shared with other "
-             "sessions: CPU time is the cost, wall shows the load). Synthetic mesh, SKINNED_VERTEX layout; skinned: "
-             "1-4 influences, rigid: one node matrix, copy: loads and stores only; palettes in a uniform buffer, "
-             f"{FRAMES_PER_DRAW} frames per dynamic offset."]
+             f"{a.repeats}{flags}, {time.strftime('%Y-%m-%d %H:%M')} UTC, this 2-core lavapipe host (shared with "
+             "other sessions: CPU time is the cost, wall shows the load). Synthetic mesh, SKINNED_VERTEX layout; "
+             "skinned: 1-4 influences, "
+             + ("zero weights skipped" if a.skip_zero else "all four joints read (zero weights too)")
+             + "; rigid: one node matrix (push-constant index + the frame's base); copy: loads and stores only; "
+             + ("palettes in a dynamic uniform buffer "
+                f"({FRAMES_PER_DRAW} frames per dynamic offset) or a uniform texel buffer (RGBA32F, all frames); "
+                f"frames unrolled: the {FRAMES_PER_DRAW} frames of a dispatch written out (literal offsets)."
+                if a.palette else f"palettes in a uniform buffer, {FRAMES_PER_DRAW} frames per dynamic offset.")]
     base = [sys.executable, str(Path(__file__).resolve()), "--child", "--frames", str(a.frames), "--vertices",
-            str(a.vertices), "--joints", str(a.joints)]
+            str(a.vertices), "--joints", str(a.joints), "--skip-zero", str(a.skip_zero)] + \
+        (["--palette"] if a.palette else [])
     for validate in (False, True):
         if validate and a.no_validate:
             continue

@@ -65,18 +65,27 @@ void skinVertex(mat4 skin, inout vec3 position, inout vec3 normal, inout vec3 ta
     normal = dot(n, n) > 1e-12 ? normalize(n) : normal;
     tangent = dot(t, t) > 1e-12 ? normalize(t) : tangent;
 }
-#define WEIGHTED(m, w) mat4(vec4((w) * PAL[m][0].xyz, 0.0), vec4((w) * PAL[m][1].xyz, 0.0), \\
-                            vec4((w) * PAL[m][2].xyz, 0.0), vec4((w) * PAL[m][3].xyz, (w)))
+// column c of palette matrix m (bake_raster_probe.py defines it for a palette in a uniform texel buffer)
+#ifndef PALCOL
+#define PALCOL(m, c) PAL[m][c]
+#endif
+#define PALMAT(m) mat4(PALCOL(m, 0), PALCOL(m, 1), PALCOL(m, 2), PALCOL(m, 3))
+// SKIP_ZERO 0: all four joints read, zero weights too (bake_wide.comp on CPU devices, BAKE_SKIP_ZERO off)
+#ifndef SKIP_ZERO
+#define SKIP_ZERO 1
+#endif
+#define WEIGHTED(m, w) mat4(vec4((w) * PALCOL(m, 0).xyz, 0.0), vec4((w) * PALCOL(m, 1).xyz, 0.0), \\
+                            vec4((w) * PALCOL(m, 2).xyz, 0.0), vec4((w) * PALCOL(m, 3).xyz, (w)))
 void transformVertex(uint base, uvec4 j, vec4 w, inout vec3 p, inout vec3 n, inout vec3 t) {
 #if MODE == 0
     uvec4 jj = j + base;
     mat4 skin = WEIGHTED(jj.x, w.x);
-    if (w.y != 0.0) skin += WEIGHTED(jj.y, w.y);
-    if (w.z != 0.0) skin += WEIGHTED(jj.z, w.z);
-    if (w.w != 0.0) skin += WEIGHTED(jj.w, w.w);
+    if (SKIP_ZERO == 0 || w.y != 0.0) skin += WEIGHTED(jj.y, w.y);
+    if (SKIP_ZERO == 0 || w.z != 0.0) skin += WEIGHTED(jj.z, w.z);
+    if (SKIP_ZERO == 0 || w.w != 0.0) skin += WEIGHTED(jj.w, w.w);
     skinVertex(skin, p, n, t);
 #elif MODE == 1
-    mat4 world = PAL[base + pc.node];
+    mat4 world = PALMAT(base + pc.node);
     mat3 a = mat3(world);
     mat3 cofactor = mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(a[0], a[1]));
     p = (world * vec4(p, 1.0)).xyz;
