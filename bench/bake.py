@@ -8,9 +8,11 @@ bake, numpy and the readback, the host thread's CPU per batch with the pose on t
 (``pose="cpu"``, as before the pose pass), and that bake's time. This script adds the pose pass alone: one batch's
 pose dispatch (crowd_anim.comp through ClipPosePass) submitted and waited for, wall and process CPU (on lavapipe the
 "GPU" is the process's own threads), median of --repeats after a warm-up; and the kernels in turn: the default bake
-(matrices in a uniform window, bake_ubo.comp; on a CPU device a kernel pipeline per mode, ``split_modes``), the same
-bake with one kernel pipeline for every mode (``split_modes=False``, as on a GPU), the bake with the matrices in a
-storage buffer (bake.comp, ``window=0``), numpy, the copy path (``zero_copy=False``: the slots' own output
+(on a CPU device bake_wide.comp: a kernel pipeline per mode, ``split_modes``, 64-bit stores, the batch's matrices in a
+uniform texel buffer; on a GPU bake_ubo.comp, the matrices in a uniform window), the same bake with one kernel
+pipeline for every mode (``split_modes=False``, as on a GPU), the bake with the matrices in a storage buffer
+(bake.comp, ``window=0``), the kernel per mode with float stores and the uniform window (``wide_stores=False``,
+bake_ubo.comp), numpy, the copy path (``zero_copy=False``: the slots' own output
 planes and a host copy per batch, the path before the zero-copy result) and the copy path with its host copy on
 one thread (``copy_threads=1``; the default splits it over ``host_copy_threads``), one after the other per repeat, with
 the ratios within each round. RobotExpressive's
@@ -68,7 +70,8 @@ def pose_pass_alone(path, frames: int, repeats: int) -> dict:
 
 def kernels_alternating(path, frames: int, repeats: int) -> dict:
     """The default bake against one kernel pipeline for every mode (``split_modes=False``) and the matrices in a
-    storage buffer (bake.comp, ``window=0``), and the numpy baseline, timed in turn ``repeats`` times after a
+    storage buffer (bake.comp, ``window=0``), float stores with the uniform window (``wide_stores=False``), and the
+    numpy baseline, timed in turn ``repeats`` times after a
     warm-up (each kernel on its own open model, so none rebuilds its resources): medians, and the ratios of each
     round (same moment, same load); and the copy path (``zero_copy=False``) against the default (zero copy where
     the device imports host memory)."""
@@ -77,13 +80,14 @@ def kernels_alternating(path, frames: int, repeats: int) -> dict:
     import vkmorph
     from vkmorph.bake import GpuBaker, bake_numpy_fast
 
-    models = [vkmorph.open(path) for _ in range(5)]
+    models = [vkmorph.open(path) for _ in range(6)]
     try:
         clip = models[0].scene.animations[0]
         times = np.linspace(0.0, clip.duration, frames)
         bakers = [GpuBaker(models[0], "world"), GpuBaker(models[1], "world", split_modes=False),
                   GpuBaker(models[2], "world", window=0), GpuBaker(models[3], "world", zero_copy=False),
-                  GpuBaker(models[4], "world", zero_copy=False, copy_threads=1)]
+                  GpuBaker(models[4], "world", zero_copy=False, copy_threads=1),
+                  GpuBaker(models[5], "world", wide_stores=False)]
         runs = [lambda b=b: b.run(b.m.scene.animations[0], times, None, None, False) for b in bakers]
         runs.insert(3, lambda: bake_numpy_fast(models[0], clip=clip.name, times=times, space="world"))
         for fn in runs:
@@ -95,14 +99,15 @@ def kernels_alternating(path, frames: int, repeats: int) -> dict:
                 fn()
                 wall[k].append(time.perf_counter() - t0)
                 cpu[k].append(time.process_time() - c0)
-        out = {"window_frames": bakers[0].window, "matrices_per_frame": bakers[0].layout.matrices_per_frame,
+        out = {"window_frames": bakers[0].window, "floats_window_frames": bakers[5].window,
+               "matrices_per_frame": bakers[0].layout.matrices_per_frame,
                "split_modes": bakers[0].split_modes, "zero_copy": models[0]._bake_cache.zero_copy,
                "wide_stores": bakers[0].wide_stores, "copy_threads": bakers[3].host_copy_threads(frames)}
-        for k, name in enumerate(("ubo", "one", "ssbo", "numpy", "copy", "copy1")):
+        for k, name in enumerate(("ubo", "one", "ssbo", "numpy", "copy", "copy1", "floats")):
             out[f"alt_{name}_s"], out[f"alt_{name}_cpu_s"] = float(np.median(wall[k])), float(np.median(cpu[k]))
         for name, num, den in (("numpy_over_ubo", 3, 0), ("numpy_over_one", 3, 1), ("numpy_over_ssbo", 3, 2),
                                ("one_over_ubo", 1, 0), ("ssbo_over_ubo", 2, 0), ("numpy_over_copy", 3, 4),
-                               ("copy_over_ubo", 4, 0), ("copy1_over_copy", 5, 4)):
+                               ("copy_over_ubo", 4, 0), ("copy1_over_copy", 5, 4), ("floats_over_ubo", 6, 0)):
             r = [n / d for n, d in zip(wall[num], wall[den])]
             rc = [n / d for n, d in zip(cpu[num], cpu[den])]
             out[f"alt_{name}"], out[f"alt_{name}_min"], out[f"alt_{name}_max"] = float(np.median(r)), min(r), max(r)
@@ -143,8 +148,10 @@ def main():
                 f"CPU {r[f'alt_{name}_cpu']:.2f}x)")
 
     split = "a kernel per mode" if r["split_modes"] else "one kernel"
-    print(f"kernels in turn (world space, {a.frames} frames, {a.repeats} rounds): the default (matrices in a "
-          f"uniform window of {r['window_frames']} frames, {r['matrices_per_frame']} a frame; {split}) "
+    matrices = ("64-bit stores, matrices in a texel buffer" if r["wide_stores"] else
+                f"matrices in a uniform window of {r['window_frames']} frames")
+    print(f"kernels in turn (world space, {a.frames} frames, {a.repeats} rounds): the default ({matrices}, "
+          f"{r['matrices_per_frame']} a frame; {split}) "
           f"{r['alt_ubo_s']:.3f} s wall, {r['alt_ubo_cpu_s']:.3f} s CPU; one kernel for every mode (split_modes=False) "
           f"{r['alt_one_s']:.3f} s wall, {r['alt_one_cpu_s']:.3f} s CPU; matrices in a storage buffer (window=0) "
           f"{r['alt_ssbo_s']:.3f} s wall, {r['alt_ssbo_cpu_s']:.3f} s CPU; numpy {r['alt_numpy_s']:.3f} s wall, "
@@ -156,7 +163,10 @@ def main():
           f"{ratio('numpy_over_copy')}, copy path / default {ratio('copy_over_ubo')}; the copy path's host copy on "
           f"{r['copy_threads']} thread(s) (GpuBaker.host_copy_threads), on one thread (copy_threads=1) "
           f"{r['alt_copy1_s']:.3f} s wall, {r['alt_copy1_cpu_s']:.3f} s CPU, one thread / default threads "
-          f"{ratio('copy1_over_copy')}; the default's 64-bit stores (wide_stores): {r['wide_stores']}")
+          f"{ratio('copy1_over_copy')}; the default's 64-bit stores (wide_stores): {r['wide_stores']}; float stores, "
+          f"matrices in a uniform window of {r['floats_window_frames']} frames (wide_stores=False) "
+          f"{r['alt_floats_s']:.3f} s wall, {r['alt_floats_cpu_s']:.3f} s CPU, float / default "
+          f"{ratio('floats_over_ubo')}")
     print("goals: >= 5x numpy:", "met" if r["speedup"] >= 5 else "not met",
           f"({r['speedup']:.2f}x, {r['speedup_min']:.2f}-{r['speedup_max']:.2f});",
           ">= 0.5 of the readback limit:", "met" if r["readback_fraction"] >= 0.5 else "not met",

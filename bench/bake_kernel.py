@@ -2,11 +2,13 @@
 parts, each timed as submit + fence wait (wall) and process CPU time (on lavapipe the "GPU" is the host's
 cores, so CPU seconds are the cost; wall depends on what else the host runs), median of N after a warm-up:
 
-- kernel: the batch's dispatches as the bake records them (rigid, skinned and morphing parts), matrices in the
-  uniform window (bake_ubo.comp), with a kernel pipeline per mode (``split_modes=True``, the default on a CPU
-  device: the kernel specialized to skinned, rigid or copy, items dispatched per mode) and with one pipeline for
-  every mode (``split_modes=False``, each item's mode read at run time, as on a GPU), alternating over --rounds
-  rounds in the same process (the host poses: the matrices are written once);
+- kernel: the batch's dispatches as the bake records them (rigid, skinned and morphing parts): the wide kernel
+  (bake_wide.comp, the default on CPU devices: 64-bit stores, the batch's matrices in a uniform texel buffer), and
+  float stores with the matrices in the uniform window (bake_ubo.comp), each with a kernel pipeline per mode
+  (``split_modes=True``, the default on a CPU device: the kernel specialized to skinned, rigid or copy, items
+  dispatched per mode) and with one pipeline for every mode (``split_modes=False``, each item's mode read at run
+  time, as on a GPU), alternating over --rounds rounds in the same process (the host poses: the matrices are
+  written once);
 - stores only: the same dispatches with every item in MODE_COPY (the kernel reads each vertex once and writes
   it for every frame: the output stores and the loop, no matrices, no transform);
 - readback: the batch's readback alone (``_Slot.record_readback`` + the host's one copy into the result);
@@ -70,9 +72,12 @@ def main():
         copy_layout = _Layout(m, "world", True)
         copy_layout.modes = [BAKE_COPY] * len(copy_layout.modes)     # stores only: every item copied
 
+        ubo_window = GpuBaker(m, "world", pose="cpu", wide_stores=False).window     # the float-store kernels'
+
         def setup(layout, split, wide):
-            """One batch slot's resources of F frames (made apart from the model's cache, so all stay alive)."""
-            res = BakeResources(m, layout, F, direct, False, baker.window, split, wide=wide)
+            """One batch slot's resources of F frames (made apart from the model's cache, so all stay alive): the
+            wide kernel reads the batch's matrices through a texel buffer, the others through the uniform window."""
+            res = BakeResources(m, layout, F, direct, False, 0 if wide else ubo_window, split, wide=wide)
             made.append(res)
             slot = res.slots[0]
             slot.matrices.mapped[:mats.nbytes] = np.ascontiguousarray(mats.transpose(0, 1, 3, 2)) \
@@ -118,7 +123,8 @@ def main():
         lines.append(f"{time.strftime('%Y-%m-%d %H:%M')} {m.ctx.info.name}, host {platform.node()} "
                      f"({os.cpu_count()} CPUs, load {load:.1f}); RobotExpressive Dance, world space, one batch of "
                      f"{F} frames x {V:,} vertices ({fv:,} frame-vertices), {baker.layout.matrices_per_frame} "
-                     f"matrices a frame, a uniform window of {baker.window} frames, direct readback: {direct}; "
+                     f"matrices a frame (the wide kernel: a texel buffer; the float-store kernels: a uniform window of "
+                     f"{ubo_window} frames), direct readback: {direct}; "
                      f"median of {a.repeats}, {a.rounds} rounds; the two variants' bakes are equal")
         for r in range(a.rounds):
             for name, runs in results.items():

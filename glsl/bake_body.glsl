@@ -1,6 +1,7 @@
-// The bake kernel's code, shared by bake.comp (matrices in a storage buffer) and bake_ubo.comp (a window of
-// frames' matrices in a dynamic uniform buffer); each includes its generated header first. `matrices[i]` is
-// matrix i of frame pc.matrixFrame onwards (0 with the storage buffer: the batch's first frame).
+// The bake kernel's code, shared by bake.comp (matrices in a storage buffer), bake_ubo.comp (a window of frames'
+// matrices in a dynamic uniform buffer) and bake_wide.comp (the batch's matrices in a uniform texel buffer, 64-bit
+// stores); each includes its generated header first. matrixAt(i) is matrix i of frame pc.matrixFrame onwards (0
+// with the storage and texel buffers: the batch's first frame).
 #include "skinning.glsl"
 
 // An invocation owns a quad: 4 consecutive vertices of one item (instance), item-local (vertex 4 q .. 4 q + 3 of
@@ -23,6 +24,15 @@ layout(constant_id = 0) const uint BAKE_MODE = MODE_ANY;
 // skinning: whether a joint of weight zero is skipped (true, the default: a GPU saves the reads) or read (false,
 // bake.py on CPU devices)
 layout(constant_id = 1) const bool BAKE_SKIP_ZERO = true;
+
+#ifdef BAKE_WIDE
+// column c of matrix i: texels 4 i .. 4 i + 3 of the RGBA32F view (the floats as stored: bit for bit the load)
+vec4 matrixColumn(uint i, uint c) { return texelFetch(matrixTexels, int(4u * i + c)); }
+mat4 matrixAt(uint i) { return mat4(matrixColumn(i, 0), matrixColumn(i, 1), matrixColumn(i, 2), matrixColumn(i, 3)); }
+#else
+vec4 matrixColumn(uint i, uint c) { return matrices[i][c]; }
+mat4 matrixAt(uint i) { return matrices[i]; }
+#endif
 
 vec3 unitOrZero(vec3 v) { float l = length(v); return l > 1e-20 ? v / l : vec3(0.0); }
 
@@ -70,8 +80,8 @@ void store(bool wide, uint o[K], vec3 p[K], vec3 n[K], vec3 t[K]) {
 // The 3x4 affine part of a joint matrix, weighted: the bottom row of a palette matrix is (0, 0, 0, 1) (affine
 // transforms), so only 12 of its 16 floats are read (a quarter fewer loads; skinVertex uses only these).
 mat4 weighted(uint m, float w) {
-    return mat4(vec4(w * matrices[m][0].xyz, 0.0), vec4(w * matrices[m][1].xyz, 0.0),
-                vec4(w * matrices[m][2].xyz, 0.0), vec4(w * matrices[m][3].xyz, w));
+    return mat4(vec4(w * matrixColumn(m, 0).xyz, 0.0), vec4(w * matrixColumn(m, 1).xyz, 0.0),
+                vec4(w * matrixColumn(m, 2).xyz, 0.0), vec4(w * matrixColumn(m, 3).xyz, w));
 }
 
 // Grid-stride over the item's quads (x) and a run of frames per workgroup (z): on a GPU the host dispatches a
@@ -150,7 +160,7 @@ void bakeVertices(BakeItem it, uint mode, uint v[K], uint f0, uint f1, bool wide
         for (uint k = 0; k < K; ++k) o[k] += frameFloats;
     }
     for (uint frame = f0; mode == MODE_RIGID && frame < f1; ++frame) {
-        rigidFrame(matrices[(frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix], p0, n0, t0, p, n, t);
+        rigidFrame(matrixAt((frame - pc.matrixFrame) * pc.matricesPerFrame + it.matrix), p0, n0, t0, p, n, t);
         store(wide, o, p, n, t);
         for (uint k = 0; k < K; ++k) o[k] += frameFloats;
     }

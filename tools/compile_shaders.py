@@ -69,6 +69,8 @@ def compile_one(src: Path, out: Path) -> str | None:
 # ------------------------------------------------------------------------------------------- layout check
 def _use(typ: str, expr: str) -> str:
     """A float expression that reads ``expr`` (so glslang keeps the block in its reflection)."""
+    if typ in ("samplerBuffer", "usamplerBuffer"):
+        return f"float(textureSize({expr}))"
     if typ.startswith("sampler"):
         return f"float(textureSize({expr}, 0).x)"
     if typ == "mat4":
@@ -83,7 +85,7 @@ def probe_source(iface: I.ShaderInterface, header: str) -> str:
     uses = []
     for b in iface.bindings:
         ref = f"{b.instance}.{b.glsl_name}" if b.instance else b.glsl_name
-        if b.kind == I.SAMPLER:
+        if b.kind in (I.SAMPLER, I.TEXEL):
             uses.append(_use(b.element, ref))
         elif b.kind == I.UNIFORM:
             typ, name, _ = b.element.fields()[0]
@@ -172,8 +174,9 @@ def layout_problems(iface: I.ShaderInterface, header: str | None = None) -> list
     problems = []
     for b in iface.bindings:
         where = f"{iface.name}.{b.name}"
-        key = b.glsl_name if b.kind == I.SAMPLER else b.block_name
-        found = members.get(key) if b.kind == I.SAMPLER else blocks.get(key)
+        opaque = b.kind in (I.SAMPLER, I.TEXEL)             # a uniform variable, not a block
+        key = b.glsl_name if opaque else b.block_name
+        found = members.get(key) if opaque else blocks.get(key)
         if found is None:
             problems.append(f"{where}: {key} missing from glslang's reflection")
             continue

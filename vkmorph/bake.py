@@ -71,6 +71,7 @@ _ALIGN = 256                      # >= minStorageBufferOffsetAlignment on every 
 _BATCH_BYTES = 16 << 20           # output bytes per batch (three planes); two batches in flight
 _SLOTS = 2                        # double buffering: record/submit batch k while batch k-1 is copied out
 _ZERO_COPY_MIN_BYTES = 8 << 20    # the smallest result a bake writes in place by default (GpuBaker.uses_zero_copy)
+_CPU_GROUP_FRAMES = 64            # frames per workgroup on a CPU device (_shape)
 
 
 @dataclass
@@ -307,7 +308,7 @@ class _Slot:
       ``staging`` (host-visible), which the host copies out."""
 
     def __init__(self, ctx, pipelines: dict, B: int, layout: _Layout, sources: dict, items, direct: bool,
-                 gpu_pose: bool, window: int, zero_copy: bool = False):
+                 gpu_pose: bool, window: int, zero_copy: bool = False, wide: bool = False):
         from .gpu import memory as M
         from .gpu.interface import BAKE_UBO_MATRICES
         from .gpu.vk import call, vk
@@ -322,12 +323,14 @@ class _Slot:
         # window (frames of matrices per uniform window, GpuBaker): the kernel reads them as a dynamic uniform
         # buffer of BAKE_UBO_MATRICES mat4 from a frame's first matrix on, so the buffer extends that far past the
         # last frame's (never read there)
-        usage = M.STORAGE
+        usage = M.STORAGE | (M.UNIFORM_TEXEL if wide else 0)
         if window:
             usage, mat_bytes = M.STORAGE | M.UNIFORM, mat_bytes + 64 * BAKE_UBO_MATRICES
         # the pose pass writes the matrices on the GPU (device-local); the CPU pose path writes them from the host
         self.matrices = (M.device_buffer(ctx, None, usage, size=mat_bytes, name="bake matrices (pose pass)")
                          if gpu_pose else M.host_buffer(ctx, mat_bytes, usage, name="bake matrices"))
+        # wide (bake_wide.comp): the kernel reads them through a uniform texel buffer, 4 RGBA32F texels a matrix
+        self.view = M.TexelView(ctx, self.matrices, mat_bytes // 16, name="bake matrices (texels)") if wide else None
         self.output = self.staging = None
         if zero_copy:
             pass
@@ -337,8 +340,8 @@ class _Slot:
             self.output = M.device_buffer(ctx, None, M.STORAGE | M.TRANSFER_SRC, size=out_bytes,
                                           name="bake output")
             self.staging = M.host_buffer(ctx, out_bytes, M.TRANSFER_DST, name="bake readback")
-        self._inputs = {"items": items, "matrices": (self.matrices, 0, 64 * BAKE_UBO_MATRICES) if window
-                        else self.matrices}
+        self._inputs = {"items": items, "matrices": self.view if wide else
+                        (self.matrices, 0, 64 * BAKE_UBO_MATRICES) if window else self.matrices}
         self._pipelines, self._sources = pipelines, sources
         # a descriptor set per (pipeline, source): the pipelines' mode (None: the one pipeline of every mode);
         # made here with the slot's own planes, or by the first bake's point_at (zero_copy)
@@ -408,7 +411,7 @@ class _Slot:
         if self.cb is not None:
             self.ctx.free_command_buffer(self.cb)
             self.cb = None
-        for b in (self.staging, self.output, self.matrices):
+        for b in (self.staging, self.output, self.view, self.matrices):
             if b is not None:
                 b.destroy()
 
@@ -621,7 +624,8 @@ class BakeResources:
         self.key = (layout.space, tuple(layout.skin), B, direct, gpu_pose, window, split, zero_copy, wide)
         # zero_copy (_ZeroCopyResult): the slots have no outputs of their own, each bake binds its result array
         self.zero_copy = zero_copy
-        self.window = window          # frames per uniform window of matrices (bake_ubo.comp); 0: bake.comp
+        self.window = window          # frames per uniform window of matrices (bake_ubo.comp); 0: bake.comp, or
+        #                               bake_wide.comp where wide (the batch's matrices in a texel buffer)
         # split (GpuBaker.split_modes): a pipeline per mode (the kernel specialized to it), the items of a source
         # sorted by mode and dispatched per mode; else one pipeline for every mode (each item's own)
         self.split = split
@@ -669,9 +673,9 @@ class BakeResources:
                 sources["rest"] = self._own(M.device_buffer(ctx, np.frombuffer(bytes(rest_bytes), np.uint8),
                                                             M.STORAGE, name="bake rest vertices"))
             self.items = self._own(M.device_buffer(ctx, items, M.STORAGE, name="bake items"))
-            # wide (GpuBaker.wide_stores: a uniform window and a pipeline per mode): bake_wide.comp, the same
-            # layout as bake_ubo.comp, writing whole quads in 64-bit words
-            iface = (BAKE_WIDE if wide else BAKE_UBO) if window else BAKE
+            # wide (GpuBaker.wide_stores: a pipeline per mode, no uniform window): bake_wide.comp, writing whole
+            # quads in 64-bit words, the batch's matrices in a texel buffer
+            iface = BAKE_WIDE if wide else BAKE_UBO if window else BAKE
             sets = _SLOTS * max(1, len(sources))
             modes = sorted({g[4] for g in self.groups}) if split else [None]
             # split, a kernel per mode, is for CPU devices, which run both sides of a branch: there a skinned
@@ -683,7 +687,7 @@ class BakeResources:
             self.pipeline = next(iter(self.pipelines.values()))
             self.direct = direct
             self.slots = [self._own(_Slot(ctx, self.pipelines, B, layout, sources, self.items, direct, gpu_pose,
-                                          window, zero_copy)) for _ in range(_SLOTS)]
+                                          window, zero_copy, wide)) for _ in range(_SLOTS)]
             # the pose pass writing the slots' matrices (None: the host writes them, _Layout.matrices)
             self.pose = self._own(_GpuPose(model, layout, B, [s.matrices for s in self.slots])) if gpu_pose else None
         except BaseException:
@@ -707,7 +711,7 @@ def _shape(cpu: bool, vertex_groups: int, frames: int) -> tuple[int, int]:
     workgroup loops over an item's vertices and up to 64 frames (the two worker threads still get several
     workgroups each)."""
     if cpu:
-        return 1, min(frames, 64)
+        return 1, min(frames, _CPU_GROUP_FRAMES)
     return vertex_groups, 1
 
 
@@ -743,9 +747,10 @@ class GpuBaker:
         # items dispatched per mode; False: one pipeline, each item's mode read at run time; None: split on CPU
         # devices (lavapipe runs every branch of a kernel, masked, so a rigid item paid for the skinned code:
         # bench/2026-12-02-lavapipe-bake-kernel.txt), one pipeline on GPUs (as measured there before)
-        # wide_stores: the kernel writes whole quads as 64-bit words (bake_wide.comp; ``wide_refusal`` says where it
-        # cannot); None: wherever it can (the kernel per mode is for CPU devices, where it halves the stores'
-        # cost); True: wide or a UsageError saying why not; False: float stores
+        # wide_stores: the CPU devices' kernel (bake_wide.comp; ``wide_refusal`` says where it cannot): whole quads
+        # written as 64-bit words, the batch's matrices read through a uniform texel buffer in one dispatch per
+        # mode; None: wherever it can (the kernel per mode is for CPU devices, where it halves the stores' cost);
+        # True: wide or a UsageError saying why not; False: float stores, matrices as ``window`` says
         # copy_threads: threads of the host's copy of each batch on the copy path (``host_copy_threads``); None:
         # half the host's CPUs, at most 8, for results of 8 MiB or more
         from .anim.pose_batch import parents_first
@@ -769,11 +774,12 @@ class GpuBaker:
         self.m, self.space, self.direct, self.pose, self.zero_copy = model, space, direct, pose, zero_copy
         self.split_modes = model.ctx.info.device_type == "cpu" if split_modes is None else split_modes
         self.layout = _Layout(model, space, skinning)
-        self.window = self.uniform_window(window)
-        self.wide_refusal = self._wide_refusal()
+        self.wide_refusal = self._wide_refusal(window)
         if wide_stores is True and self.wide_refusal:
             raise UsageError(f"bake: wide_stores=True but {self.wide_refusal}")
         self.wide_stores = wide_stores is not False and self.wide_refusal is None
+        # the wide kernel reads the batch's matrices through a texel buffer: no uniform window
+        self.window = 0 if self.wide_stores else self.uniform_window(window)
         nodes = len(parents_first(model.scene))
         self._too_many = (f"the pose pass handles up to {CROWD_ANIM_MAX_NODES} nodes, the scene has {nodes}"
                           if nodes > CROWD_ANIM_MAX_NODES else None)
@@ -789,20 +795,27 @@ class GpuBaker:
         wanted = self.pose == "gpu" or (self.pose is None and frames > 1)
         self.gpu_pose = self.layout.needs_matrices and wanted and self.pose_refusal is None
 
-    def _wide_refusal(self) -> str | None:
-        """Why the kernel cannot write whole quads as 64-bit words here (None: it can). Its pairs of vertices
-        start at even vertices of a frame, so a frame must hold an even number of vertices (the layout has no
-        padding: the Bake's arrays); it is a variant of the per-mode kernel with a uniform window
-        (bake_ubo.comp); and the device must have shaderInt64 and scalarBlockLayout enabled
-        (``Context.wide_stores``: Context.create enables them where offered; not on a borrowed device)."""
+    def _wide_refusal(self, window: int | None) -> str | None:
+        """Why the wide kernel (bake_wide.comp: 64-bit stores, matrices in a texel buffer) cannot bake here (None:
+        it can). Its pairs of vertices start at even vertices of a frame, so a frame must hold an even number of
+        vertices (the layout has no padding: the Bake's arrays); it is a kernel per mode (``split_modes``); it
+        reads the matrices through a texel buffer, so ``window`` (which picks the uniform-window or the
+        storage-buffer kernel) must be None and a frame's matrices must fit maxTexelBufferElements; and the device
+        must have shaderInt64 and scalarBlockLayout enabled (``Context.wide_stores``: Context.create enables
+        them where offered; not on a borrowed device)."""
         if not self.m.ctx.wide_stores:
             return "the device has no shaderInt64 + scalarBlockLayout enabled (Context.wide_stores)"
         if not self.split_modes:
             return "it is a variant of the kernel per mode (split_modes=True)"
-        if not self.window:
-            return "it is a variant of the uniform-window kernel (window > 0)"
+        if window is not None:
+            return (f"window={window} picks the {'uniform-window' if window else 'storage-buffer'} kernel (the wide "
+                    "one reads the matrices through a texel buffer)")
         if self.layout.total % 2:
             return f"a frame has an odd number of vertices ({self.layout.total}): pairs would straddle frames"
+        most = int(self.m.ctx.info.limits.get("maxTexelBufferElements", 65536))
+        if 4 * self.layout.matrices_per_frame > most:
+            return (f"a frame's {self.layout.matrices_per_frame} matrices are over maxTexelBufferElements ({most} "
+                    "texels, 4 a matrix)")
         return None
 
     def uniform_window(self, most: int | None) -> int:
@@ -824,12 +837,16 @@ class GpuBaker:
     def batch_size(self, frames: int, batch_frames: int | None) -> int:
         """Frames per batch: ``batch_frames`` or about ``_BATCH_BYTES`` of output, and never more than one plane
         binding can hold (a batch's frames of a plane, and the zero-copy window's alignment slack, within
-        maxStorageBufferRange: the copy path binds each slot plane whole)."""
+        maxStorageBufferRange: the copy path binds each slot plane whole), nor, with the wide kernel, more frames'
+        matrices than one texel view holds (maxTexelBufferElements)."""
         per_frame = max(1, 36 * self.layout.total)
         B = batch_frames or max(1, min(1024, _BATCH_BYTES // per_frame, math.ceil(frames / _SLOTS)))
         lim = int(self.m.ctx.info.limits.get("maxStorageBufferRange", 0))
         if lim:
             B = min(int(B), (lim - _ALIGN) // max(1, 12 * self.layout.total))
+        if self.wide_stores:                         # the batch's matrices in one texel view (_wide_refusal)
+            most = int(self.m.ctx.info.limits.get("maxTexelBufferElements", 65536))
+            B = min(int(B), most // max(1, 4 * self.layout.matrices_per_frame))
         return max(1, min(int(B), frames))
 
     def zero_copy_refusal(self, frames: int, B: int) -> str | None:

@@ -8,7 +8,10 @@ ABRIDGE_OVER = 80    # a name longer than this is shown as its first 40 and last
 def abridged(name: object) -> str:
     """``repr(name)`` for messages; a string over ``ABRIDGE_OVER`` characters as its first 40 characters, '…', its
     last 20 and its length (a file can name a node with a megabyte)."""
-    if not isinstance(name, str) or len(name) <= ABRIDGE_OVER:
+    if not isinstance(name, str):
+        text = repr(name)             # an object's repr can hold whole arrays: its type and start only
+        return text if len(text) <= ABRIDGE_OVER else f"{type(name).__name__} {text[:40]}…"
+    if len(name) <= ABRIDGE_OVER:
         return repr(name)
     return f"{name[:40] + '…' + name[-20:]!r} ({len(name)} characters)"
 

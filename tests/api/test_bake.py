@@ -229,16 +229,20 @@ def test_uniform_windows_of_a_few_frames_match_the_reference_and_the_storage_ker
             baker = GpuBaker(model, space, pose=pose, window=2)
             assert baker.window == 2
             gpu = baker.run(clip, times, None, 5, False)
-            # the uniform window's kernel, with 64-bit stores where GpuBaker.wide_stores (tests/api/test_bake_wide.py)
-            assert model._bake_cache.pipeline.iface is (BAKE_WIDE if baker.wide_stores else BAKE_UBO)
+            # the uniform window's kernel (an explicit window is not the wide kernel: tests/api/test_bake_wide.py)
+            assert model._bake_cache.pipeline.iface is BAKE_UBO and not baker.wide_stores
             assert model._bake_cache.window == 2
             _close(gpu, ref)
         lay = baker.layout
         skinned = {lay.matrix[k] for k, mode in enumerate(lay.modes) if mode == BAKE_SKINNED}
         assert len(skinned) == (1 if space == "world" else 4)
-        full = GpuBaker(model, space)                         # as many frames as fit the 64 KiB window
+        full = GpuBaker(model, space, wide_stores=False)      # as many frames as fit the 64 KiB window
         assert full.window == 1024 // lay.matrices_per_frame > 2
         _close(full.run(clip, times, None, 5, False), ref)
+        default = GpuBaker(model, space)                      # CPU devices: the wide kernel, a texel buffer
+        _close(default.run(clip, times, None, 5, False), ref)
+        assert model._bake_cache.pipeline.iface is (BAKE_WIDE if default.wide_stores else BAKE_UBO)
+        assert default.window == (0 if default.wide_stores else full.window)
         ssbo = GpuBaker(model, space, window=0)
         _close(ssbo.run(clip, times, None, 5, False), ref)
         assert model._bake_cache.pipeline.iface is BAKE and model._bake_cache.window == 0
@@ -264,7 +268,7 @@ def test_a_frame_whose_matrices_exceed_the_window_keeps_the_storage_kernel(model
     from vkmorph.gpu import interface
 
     monkeypatch.setattr(interface, "BAKE_UBO_MATRICES", 40)     # RobotExpressive: 58 matrices a frame
-    baker = GpuBaker(model, "world")
+    baker = GpuBaker(model, "world", wide_stores=False)         # (the wide kernel has no window: a texel buffer)
     assert baker.window == 0
     times = np.linspace(0.0, 1.0, 4)
     _close(baker.run(model.scene.clip("Dance"), times, None, None, False),

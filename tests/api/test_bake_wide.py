@@ -1,8 +1,10 @@
-"""The bake's 64-bit stores (glsl/bake_wide.comp, ``GpuBaker.wide_stores``: each plane's whole quads as two vertex
-pairs of 64-bit words, the rest of a part as floats) under the validation layer with synchronization validation:
+"""The CPU devices' bake kernel (glsl/bake_wide.comp, ``GpuBaker.wide_stores``: each plane's whole quads as two vertex
+pairs of 64-bit words, the rest of a part as floats; the batch's matrices through a uniform texel buffer, one
+dispatch per mode) under the validation layer with synchronization validation:
 bit for bit the float stores' bake, for parts that start at odd vertices of a frame and end in 1, 2 or 3 left-over
 vertices, parts shorter than a quad, skinned, rigid and morphing parts, both spaces, several batches, zero copy and
-the copy path; a frame with an odd number of vertices keeps the float stores and says why when forced."""
+the copy path; a frame with an odd number of vertices keeps the float stores and says why when forced; batches
+stay within maxTexelBufferElements."""
 
 from __future__ import annotations
 
@@ -99,6 +101,12 @@ def test_wide_stores_default_on_cpu_devices_and_refusals_say_why(parts_model, tm
         GpuBaker(m, "world", split_modes=False, wide_stores=True)
     with pytest.raises(UsageError, match=r"wide_stores must be None, True or False, got 1"):
         GpuBaker(m, "world", wide_stores=1)
+    # an explicit window picks the uniform-window (or storage-buffer) kernel, which the wide one is not
+    assert not GpuBaker(m, "world", window=2).wide_stores and GpuBaker(m, "world", window=2).window == 2
+    with pytest.raises(UsageError, match=r"wide_stores=True but window=2 picks the uniform-window kernel"):
+        GpuBaker(m, "world", window=2, wide_stores=True)
+    with pytest.raises(UsageError, match=r"wide_stores=True but window=0 picks the storage-buffer kernel"):
+        GpuBaker(m, "world", window=0, wide_stores=True)
     # a frame of 45 vertices: pairs would straddle frames, so the float stores (the same bake as the reference)
     odd = vkmorph.open(_scene(tmp_path / "odd.gltf", PARTS[:-1] + ((12, "rigid"),)), validation=True)
     try:
@@ -113,6 +121,34 @@ def test_wide_stores_default_on_cpu_devices_and_refusals_say_why(parts_model, tm
     finally:
         odd.close()
     assert not odd.messages, odd.messages
+
+
+def test_batches_stay_within_the_texel_view_limit(parts_model):
+    """The wide kernel reads a batch's matrices through one texel view (4 texels a matrix): batches are cut to what
+    maxTexelBufferElements holds (the same bake in more batches), and a frame's matrices over it keep the
+    uniform-window kernel, saying why."""
+    m = parts_model
+    if not m.ctx.wide_stores:
+        pytest.skip("the device has no shaderInt64 + scalarBlockLayout")
+    clip = m.scene.clip("move")
+    times = np.linspace(0.0, 1.0, 7)
+    ref = GpuBaker(m, "world", wide_stores=True).run(clip, times, None, None, False)
+    lim = m.ctx.info.limits
+    saved = lim["maxTexelBufferElements"]
+    try:
+        per_frame = 4 * GpuBaker(m, "world").layout.matrices_per_frame
+        lim["maxTexelBufferElements"] = 2 * per_frame                # two frames' matrices a view
+        small = GpuBaker(m, "world", wide_stores=True)
+        assert small.batch_size(7, None) == 2 and small.batch_size(7, 5) == 2
+        out = small.run(clip, times, None, None, False)
+        assert m._bake_cache.B == 2 and m._bake_cache.slots[0].view.count == 2 * per_frame
+        np.testing.assert_array_equal(_bits(out), _bits(ref))
+        lim["maxTexelBufferElements"] = per_frame - 1
+        b = GpuBaker(m, "world")
+        assert not b.wide_stores and "over maxTexelBufferElements" in b.wide_refusal and b.window > 0
+        np.testing.assert_allclose(b.run(clip, times, None, None, False).positions, ref.positions, atol=2e-5)
+    finally:
+        lim["maxTexelBufferElements"] = saved
 
 
 def test_the_copy_path_split_over_threads_is_the_same_bake(parts_model):

@@ -322,5 +322,14 @@ def test_long_names_are_abridged_in_messages(tmp_path):
         pose.scene.clip(long)
     assert str(e.value).startswith(f"unknown clip {(long[:40] + '…' + long[-20:])!r} ({len(long)} characters); "
                                    "the file has 'talk'"), str(e.value)
+    # a clip object: this scene's own is accepted; another scene's is named; anything else is its type and start
+    talk = pose.scene.clip("talk")
+    assert pose.scene.clip(talk) is talk
+    other = SceneMorphPose(face_file(tmp_path)).scene.clip("talk")
+    with pytest.raises(UsageError, match=r"^clip 'talk' is not one of this file's animations \(pass its name\)$"):
+        pose.scene.clip(other)
+    with pytest.raises(UsageError) as e:
+        pose.scene.clip(np.arange(10_000.0))
+    assert str(e.value).startswith("unknown clip ndarray array([") and len(str(e.value)) < 200, str(e.value)
     err = AssetError("bad", file="f.gltf", mesh=long, target=long)
     assert str(err).count(f"({len(long)} characters)") == 2 and "x" * 41 not in str(err)

@@ -6,6 +6,7 @@ fields), so the same bytes go to the GPU unchanged and the morph shader addresse
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -170,18 +171,20 @@ class SceneAsset:
                 return i
         raise KeyError(name)
 
-    def clip(self, key: str | int) -> AnimationClip:
-        """A clip by name or index (as a string too, for CLIs)."""
+    def clip(self, key: str | int | AnimationClip) -> AnimationClip:
+        """A clip by name or index (as a string too, for CLIs), or one of this scene's clips itself."""
         from ..errors import UsageError, abridged, name_list
 
-        if isinstance(key, str) and key.lstrip("-").isdigit() and not any(a.name == key for a in self.animations):
-            key = int(key)
-        if isinstance(key, int):
-            if 0 <= key < len(self.animations):
-                return self.animations[key]
-        else:
-            for a in self.animations:
-                if a.name == key:
-                    return a
+        if isinstance(key, AnimationClip):
+            if any(a is key for a in self.animations):
+                return key
+            raise UsageError(f"clip {abridged(key.name)} is not one of this file's animations (pass its name)")
         names = [a.name for a in self.animations]
+        if isinstance(key, str) and key.lstrip("-").isdigit() and key not in names:
+            key = int(key)
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            if 0 <= key < len(self.animations):
+                return self.animations[int(key)]
+        elif isinstance(key, str) and key in names:
+            return self.animations[names.index(key)]
         raise UsageError(f"unknown clip {abridged(key)}; the file has {name_list(names) if names else 'no animations'}")

@@ -268,7 +268,8 @@ class Context:
                     "maxPushConstantsSize": lim.maxPushConstantsSize,
                     "minStorageBufferOffsetAlignment": lim.minStorageBufferOffsetAlignment,
                     "maxUniformBufferRange": lim.maxUniformBufferRange,
-                    "minUniformBufferOffsetAlignment": lim.minUniformBufferOffsetAlignment},
+                    "minUniformBufferOffsetAlignment": lim.minUniformBufferOffsetAlignment,
+                    "maxTexelBufferElements": lim.maxTexelBufferElements},
         )
         # Vulkan 1.1 properties through vkGetPhysicalDeviceProperties2: the largest allocation, and (where the
         # extension is enabled) the alignment of imported host pointers and sizes

@@ -34,6 +34,7 @@ from ..morph.gpu_data import BLOCK_ENTRY, CHUNK, CHUNK_HEADER
 STORAGE, UNIFORM, SAMPLER = "storage", "uniform", "sampler"
 UNIFORM_ARRAY = "uniform_array"   # a dynamic uniform buffer holding one sized array (Binding.count elements)
 STORAGE_DYNAMIC = "storage_dynamic"   # a storage buffer whose offset is given at bind time (a dynamic offset)
+TEXEL = "texel"   # a uniform texel buffer (a VkBufferView, memory.TexelView), element: samplerBuffer / usamplerBuffer
 # shader stages
 COMPUTE, VERTEX, FRAGMENT = "compute", "vertex", "fragment"
 
@@ -96,7 +97,7 @@ class Struct:
 @dataclass(frozen=True)
 class Binding:
     """One descriptor. ``element``: storage -> GLSL type or Struct of the array element; uniform -> the Struct
-    that is the block; sampler -> the GLSL sampler type."""
+    that is the block; sampler, texel -> the GLSL sampler type."""
 
     name: str
     binding: int
@@ -461,14 +462,19 @@ BAKE_UBO = ShaderInterface(
     bindings=tuple(Binding("matrices", 2, UNIFORM_ARRAY, (COMPUTE,), "mat4", count=BAKE_UBO_MATRICES)
                    if b.name == "matrices" else b for b in BAKE.bindings),
     push=BAKE.push, local_size=BAKE.local_size, constants=BAKE.constants)
-# bake_wide.comp: bake_ubo.comp (the same bindings and push constants: one pipeline layout) writing each plane's
-# whole quads of 4 vertices as two vertex pairs of 64-bit words (the planes also declared as Pair arrays): on
-# llvmpipe a storage-buffer store is a loop over the lanes per component, so 6 components a plane and quad instead
-# of 12 floats (bench/2026-12-02h-lavapipe-store-probe.txt). Needs shaderInt64 and scalarBlockLayout
-# (Context.wide_stores); vkmorph/bake.py uses it on CPU devices (GpuBaker.wide_stores)
+# bake_wide.comp, the bake kernel of CPU devices (vkmorph/bake.py, GpuBaker.wide_stores): bake.comp writing each
+# plane's whole quads of 4 vertices as two vertex pairs of 64-bit words (the planes also declared as Pair arrays:
+# on llvmpipe a storage-buffer store is a loop over the lanes per component, so 6 components a plane and quad
+# instead of 12 floats, bench/2026-12-02h-lavapipe-store-probe.txt), reading the batch's matrices through a
+# uniform texel buffer (RGBA32F, a matrix's columns at texels 4 i .. 4 i + 3): llvmpipe fetches texels with a
+# vector gather, where a uniform-buffer load at a per-item offset is a load per lane
+# (bench/2026-12-02i-lavapipe-palette-probe.txt), and the whole batch's frames fit one dispatch (no 64 KiB
+# window). Needs shaderInt64 and scalarBlockLayout (Context.wide_stores)
 BAKE_WIDE = ShaderInterface(
-    "bake_wide", ("bake_wide.comp",), "bake_ubo with 64-bit stores of vertex pairs (CPU devices)",
-    bindings=tuple(replace(b, pairs=True) if b.kind == STORAGE_DYNAMIC else b for b in BAKE_UBO.bindings),
+    "bake_wide", ("bake_wide.comp",), "bake with 64-bit stores, matrices in a texel buffer (CPU devices)",
+    bindings=tuple(replace(b, pairs=True) if b.kind == STORAGE_DYNAMIC else
+                   Binding("matrices", 2, TEXEL, (COMPUTE,), "samplerBuffer", member="matrixTexels")
+                   if b.name == "matrices" else b for b in BAKE.bindings),
     push=BAKE.push, local_size=BAKE.local_size, constants=BAKE.constants)
 
 # ---------------------------------------------------------------------------------------------------- graphics
@@ -642,7 +648,7 @@ def glsl_header(iface: ShaderInterface) -> str:
                 "    u64vec2 a;", "    uint64_t b;", "};", ""]
     for b in iface.bindings:
         where = f"set = {b.set}, binding = {b.binding}"
-        if b.kind == SAMPLER:
+        if b.kind in (SAMPLER, TEXEL):
             out.append(f"layout({where}) uniform {b.element} {b.glsl_name};")
         elif b.kind == UNIFORM:
             out += _block(f"std140, {where}", "uniform", b.block_name, b.element.body(), b.instance)

@@ -33,6 +33,7 @@ INDEX = vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT
 UNIFORM = vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
 TRANSFER_SRC = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
 TRANSFER_DST = vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+UNIFORM_TEXEL = vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
 
 BLOCK_BYTES = {False: 32 << 20, True: 8 << 20}   # device-local / host-visible block sizes
 
@@ -212,6 +213,33 @@ class Buffer:
 
     def destroy(self) -> None:
         if self.handle is None and self._block is None:
+            return
+        self._release()
+        self.ctx.untrack(self._key)
+
+
+class TexelView:
+    """A VkBufferView of ``buffer`` as ``count`` texels of ``format`` from byte 0 (a uniform texel buffer, which a
+    shader reads with texelFetch; the buffer needs UNIFORM_TEXEL usage). ``destroy()`` before the buffer's."""
+
+    def __init__(self, ctx: Context, buffer: Buffer, count: int, *,
+                 format: int = vk.VK_FORMAT_R32G32B32A32_SFLOAT, texel_bytes: int = 16, name: str = "texel view"):
+        most = int(ctx.info.limits.get("maxTexelBufferElements", 65536))
+        if count > most or count * texel_bytes > buffer.size:
+            raise GpuError(f"{name}: {count} texels is over maxTexelBufferElements ({most}) or {buffer.name} "
+                           f"({buffer.size} B)")
+        self.ctx, self.count = ctx, int(count)
+        self.view = call("vkCreateBufferView", ctx.device, vk.VkBufferViewCreateInfo(
+            buffer=buffer.handle, format=format, offset=0, range=self.count * texel_bytes), None, what=name)
+        self._key = ctx.track(f"{name} ({count} texels)", self._release)
+
+    def _release(self) -> None:
+        if self.view is not None:
+            vk.vkDestroyBufferView(self.ctx.device, self.view, None)
+            self.view = None
+
+    def destroy(self) -> None:
+        if self.view is None:
             return
         self._release()
         self.ctx.untrack(self._key)

@@ -20,6 +20,7 @@ from .interface import (
     SAMPLER,
     STORAGE,
     STORAGE_DYNAMIC,
+    TEXEL,
     UNIFORM,
     UNIFORM_ARRAY,
     VERTEX,
@@ -34,7 +35,8 @@ from .vk import WHOLE_SIZE, call, vk
 DESCRIPTOR_TYPES = {STORAGE: vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, UNIFORM: vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
                     SAMPLER: vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
                     UNIFORM_ARRAY: vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC,
-                    STORAGE_DYNAMIC: vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC}
+                    STORAGE_DYNAMIC: vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC,
+                    TEXEL: vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER}
 STAGE_BITS = {COMPUTE: vk.VK_SHADER_STAGE_COMPUTE_BIT, VERTEX: vk.VK_SHADER_STAGE_VERTEX_BIT,
               FRAGMENT: vk.VK_SHADER_STAGE_FRAGMENT_BIT}
 
@@ -139,7 +141,8 @@ class ComputePipeline:
 
     def update_set(self, dset, buffers: Mapping[str, object]) -> None:
         """Point the named bindings of ``dset`` at their buffers (whole, or (buf, offset, range); anything with a
-        VkBuffer ``handle``, e.g. ``memory.HostImport``). The set must not be in use by pending work."""
+        VkBuffer ``handle``, e.g. ``memory.HostImport``; a texel binding at a ``memory.TexelView``). The set must
+        not be in use by pending work."""
         unknown = [n for n in buffers if n not in {b.name for b in self.iface.bindings}]
         if unknown:
             raise GpuError(f"{self.shader}: no bindings named {unknown}")
@@ -148,6 +151,12 @@ class ComputePipeline:
             if b.name not in buffers:
                 continue
             item = buffers[b.name]
+            if b.kind == TEXEL:
+                infos.append([item.view])
+                writes.append(vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=b.binding, dstArrayElement=0,
+                                                      descriptorCount=1, descriptorType=descriptor_type(b),
+                                                      pTexelBufferView=infos[-1]))
+                continue
             buf, off, rng = item if isinstance(item, tuple) else (item, 0, WHOLE_SIZE)
             infos.append([vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=off, range=rng)])
             writes.append(vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=b.binding, dstArrayElement=0,
