@@ -25,7 +25,9 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    same code, the batch's matrices in a storage buffer) runs one dispatch per group and run instead. On a CPU
    device (``GpuBaker.split_modes``) the kernel is a pipeline per mode (skinned, rigid, copy: specialization
    constants fold the other modes' code away; llvmpipe runs both sides of every branch), the items sorted by
-   mode; on a CPU device the pose pass runs one workgroup per host CPU (``_pose_group``).
+   mode, and the kernel is ``glsl/bake_wide.comp`` (``GpuBaker.wide_stores``): the batch's matrices through a
+   uniform texel buffer (a vector gather on llvmpipe; one dispatch per mode covers the batch, no window) and
+   64-bit stores of vertex pairs; on a CPU device the pose pass runs one workgroup per host CPU (``_pose_group``).
 3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
    the ``Bake``'s arrays, nothing padded: float stores, a part's last quad of 4 vertices repeating its last
    vertex), three bindings placed per batch by dynamic offsets. Where the device imports host memory
@@ -742,7 +744,8 @@ class GpuBaker:
         # it can pose the layout (``pose_refusal`` says why not where it cannot) for more than one frame (one
         # frame, Model.pose, is cheaper on the host than building the pass and its pipeline)
         # window: at most this many frames' matrices per uniform window (bake_ubo.comp, ``uniform_window``);
-        # None: as many as fit; 0: the storage-buffer kernel (bake.comp)
+        # None: as many as fit, or the wide kernel's texel buffer where it runs; 0: the storage-buffer kernel
+        # (bake.comp); a number picks the uniform-window kernel (so not the wide one)
         # split_modes: a kernel pipeline per mode (skinned, rigid, copy: the kernel specialized, BAKE_MODE), the
         # items dispatched per mode; False: one pipeline, each item's mode read at run time; None: split on CPU
         # devices (lavapipe runs every branch of a kernel, masked, so a rigid item paid for the skinned code:
