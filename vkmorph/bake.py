@@ -70,6 +70,7 @@ __all__ = ["Bake", "GpuBaker", "bake_numpy", "bake_numpy_fast", "measure_bake_th
            "readback_limits"]
 
 _ALIGN = 256                      # >= minStorageBufferOffsetAlignment on every device
+_OFFSET_MAX = 0xFFFFFFFF          # a dynamic offset is a uint32_t: the planes' offsets must stay below 4 GiB
 _BATCH_BYTES = 16 << 20           # output bytes per batch (three planes); two batches in flight
 _SLOTS = 2                        # double buffering: record/submit batch k while batch k-1 is copied out
 _ZERO_COPY_MIN_BYTES = 8 << 20    # the smallest result a bake writes in place by default (GpuBaker.uses_zero_copy)
@@ -840,13 +841,19 @@ class GpuBaker:
     def batch_size(self, frames: int, batch_frames: int | None) -> int:
         """Frames per batch: ``batch_frames`` or about ``_BATCH_BYTES`` of output, and never more than one plane
         binding can hold (a batch's frames of a plane, and the zero-copy window's alignment slack, within
-        maxStorageBufferRange: the copy path binds each slot plane whole), nor, with the wide kernel, more frames'
+        maxStorageBufferRange: the copy path binds each slot plane whole), nor more than a slot's three planes can
+        hold in one allocation with their dynamic offsets (uint32) below 4 GiB (the H200's maxStorageBufferRange is
+        4 GiB: a plane of 3 GiB put the third plane's offset past 2^32), nor, with the wide kernel, more frames'
         matrices than one texel view holds (maxTexelBufferElements)."""
         per_frame = max(1, 36 * self.layout.total)
         B = batch_frames or max(1, min(1024, _BATCH_BYTES // per_frame, math.ceil(frames / _SLOTS)))
-        lim = int(self.m.ctx.info.limits.get("maxStorageBufferRange", 0))
+        limits = self.m.ctx.info.limits
+        lim = int(limits.get("maxStorageBufferRange", 0))
         if lim:
             B = min(int(B), (lim - _ALIGN) // max(1, 12 * self.layout.total))
+        # the slot's planes at 0, plane, 2 x plane (_Slot: each _align(12 B V) bytes) in one buffer
+        most = min(_OFFSET_MAX, int(limits.get("maxMemoryAllocationSize", 0) or _OFFSET_MAX))
+        B = min(int(B), (most - 3 * _ALIGN) // max(1, per_frame))
         if self.wide_stores:                         # the batch's matrices in one texel view (_wide_refusal)
             most = int(self.m.ctx.info.limits.get("maxTexelBufferElements", 65536))
             B = min(int(B), most // max(1, 4 * self.layout.matrices_per_frame))
@@ -857,8 +864,9 @@ class GpuBaker:
         can): the context has no VK_EXT_external_memory_host enabled (the device lacks it, or a borrowed device
         was created without it: ``Context.from_external(device_extensions=)``); a batch's window of a plane is
         over maxStorageBufferRange (128 MiB on lavapipe; ``batch_size`` keeps batches within it, so only where
-        one frame is larger); or the whole result is over maxMemoryAllocationSize (2 GiB on lavapipe:
-        ~8,000 frames of RobotExpressive). Such bakes take the slots' outputs and a host copy per batch."""
+        one frame is larger); the whole result is over maxMemoryAllocationSize (2 GiB on lavapipe: ~8,000 frames
+        of RobotExpressive); or its planes lie so far apart that a batch's dynamic offsets (uint32) would pass
+        4 GiB. Such bakes take the slots' outputs and a host copy per batch."""
         ctx = self.m.ctx
         if not ctx.host_import_alignment:
             return "the context has no VK_EXT_external_memory_host enabled (host memory cannot be imported)"
@@ -870,6 +878,8 @@ class GpuBaker:
         most = int(lim.get("maxMemoryAllocationSize", 0) or 1 << 31)
         if total + ctx.host_import_alignment > most:
             return f"the result ({total} B) is over maxMemoryAllocationSize ({most} B)"
+        if total - window > _OFFSET_MAX:               # the last plane's last batch offset, a uint32_t
+            return f"the result ({total} B) puts its planes' dynamic offsets past 4 GiB (a 32-bit offset)"
         return None
 
     def uses_zero_copy(self, frames: int, B: int) -> bool:

@@ -102,11 +102,13 @@ def test_wide_stores_default_on_cpu_devices_and_refusals_say_why(parts_model, tm
     with pytest.raises(UsageError, match=r"wide_stores must be None, True or False, got 1"):
         GpuBaker(m, "world", wide_stores=1)
     # an explicit window picks the uniform-window (or storage-buffer) kernel, which the wide one is not
-    assert not GpuBaker(m, "world", window=2).wide_stores and GpuBaker(m, "world", window=2).window == 2
-    with pytest.raises(UsageError, match=r"wide_stores=True but window=2 picks the uniform-window kernel"):
-        GpuBaker(m, "world", window=2, wide_stores=True)
-    with pytest.raises(UsageError, match=r"wide_stores=True but window=0 picks the storage-buffer kernel"):
-        GpuBaker(m, "world", window=0, wide_stores=True)
+    two = GpuBaker(m, "world", window=2, split_modes=True)
+    assert not two.wide_stores and two.window == 2
+    if m.ctx.wide_stores:
+        with pytest.raises(UsageError, match=r"wide_stores=True but window=2 picks the uniform-window kernel"):
+            GpuBaker(m, "world", window=2, split_modes=True, wide_stores=True)
+        with pytest.raises(UsageError, match=r"wide_stores=True but window=0 picks the storage-buffer kernel"):
+            GpuBaker(m, "world", window=0, split_modes=True, wide_stores=True)
     # a frame of 45 vertices: pairs would straddle frames, so the float stores (the same bake as the reference)
     odd = vkmorph.open(_scene(tmp_path / "odd.gltf", PARTS[:-1] + ((12, "rigid"),)), validation=True)
     try:
@@ -132,19 +134,19 @@ def test_batches_stay_within_the_texel_view_limit(parts_model):
         pytest.skip("the device has no shaderInt64 + scalarBlockLayout")
     clip = m.scene.clip("move")
     times = np.linspace(0.0, 1.0, 7)
-    ref = GpuBaker(m, "world", wide_stores=True).run(clip, times, None, None, False)
+    ref = GpuBaker(m, "world", split_modes=True, wide_stores=True).run(clip, times, None, None, False)
     lim = m.ctx.info.limits
     saved = lim["maxTexelBufferElements"]
     try:
         per_frame = 4 * GpuBaker(m, "world").layout.matrices_per_frame
         lim["maxTexelBufferElements"] = 2 * per_frame                # two frames' matrices a view
-        small = GpuBaker(m, "world", wide_stores=True)
+        small = GpuBaker(m, "world", split_modes=True, wide_stores=True)
         assert small.batch_size(7, None) == 2 and small.batch_size(7, 5) == 2
         out = small.run(clip, times, None, None, False)
         assert m._bake_cache.B == 2 and m._bake_cache.slots[0].view.count == 2 * per_frame
         np.testing.assert_array_equal(_bits(out), _bits(ref))
         lim["maxTexelBufferElements"] = per_frame - 1
-        b = GpuBaker(m, "world")
+        b = GpuBaker(m, "world", split_modes=True)
         assert not b.wide_stores and "over maxTexelBufferElements" in b.wide_refusal and b.window > 0
         np.testing.assert_allclose(b.run(clip, times, None, None, False).positions, ref.positions, atol=2e-5)
     finally:

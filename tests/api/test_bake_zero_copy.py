@@ -259,11 +259,13 @@ def test_by_default_only_large_results_are_written_in_place(model):
     """The import costs a bake a few milliseconds: the default writes in place from _ZERO_COPY_MIN_BYTES of result
     on (RobotExpressive: 33 frames), copies smaller ones (Model.pose's one frame)."""
     from vkmorph import bake as B
+    from vkmorph.gpu.memory import host_cached_device_memory
 
     per_frame = 36 * 7214
     frames = -(-B._ZERO_COPY_MIN_BYTES // per_frame)
     clip = model.scene.clip("Wave")
-    for n, expect in ((1, False), (frames - 1, False), (frames, True)):
+    here = host_cached_device_memory(model.ctx)     # else the copy path (a discrete GPU: the test below)
+    for n, expect in ((1, False), (frames - 1, False), (frames, here)):
         gpu = B.GpuBaker(model, "world").run(clip, np.linspace(0.0, 2.0, n), None, None, False)
         assert model._bake_cache.zero_copy is expect, n
         if n == frames:                                       # a few of its frames against the reference
@@ -413,3 +415,26 @@ def test_device_extensions_as_one_string_is_a_usage_error(ctx):
     for bad in (HOST_MEMORY_EXTENSION, [HOST_MEMORY_EXTENSION, 3]):
         with pytest.raises(UsageError, match="device_extensions must be a list of extension names"):
             Context.from_external(*args, device_extensions=bad)
+
+
+@pytest.mark.parametrize("model", [CUBE], indirect=True)
+def test_batches_and_results_keep_their_dynamic_offsets_below_4_gib(model, monkeypatch):
+    """A dynamic offset is a uint32_t. Where maxStorageBufferRange is 4 GiB (the H200), a batch of 3 GiB planes
+    put the slot's third plane at 6 GiB (an OverflowError while recording): batches are cut so that a slot's
+    three planes fit below 4 GiB, and a zero-copy result whose planes lie past 4 GiB takes the copy path."""
+    from vkmorph.bake import GpuBaker
+
+    lim = model.ctx.info.limits
+    monkeypatch.setitem(lim, "maxStorageBufferRange", 0xFFFFFFFF)
+    monkeypatch.setitem(lim, "maxMemoryAllocationSize", 1 << 40)
+    baker = GpuBaker(model, "world")
+    V = baker.layout.total
+    B = baker.batch_size(1 << 30, 1 << 30)
+    plane = -(-12 * B * V // 256) * 256                      # _Slot's plane stride
+    assert 3 * plane <= 0xFFFFFFFF                             # offsets 0, plane, 2 plane; a plane bound each
+    assert 36 * (B + 1) * V > 0xFFFFFFFF - 3 * 256             # and no smaller than that needs
+    if model.ctx.host_import_alignment:
+        F = (1 << 32) // (12 * V)                              # each plane ~4 GiB apart
+        why = baker.zero_copy_refusal(F, 64)
+        assert why is not None and "past 4 GiB" in why, why
+        assert baker.zero_copy_refusal(64, 64) is None
