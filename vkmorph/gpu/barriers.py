@@ -195,7 +195,8 @@ BAKE_POSE_TO_KERNEL = _b(
     # vkmorph/bake.py with the pose on the GPU: the pose pass (crowd_anim.comp through ClipPosePass) wrote this
     # batch's matrices (palettes, rigid parts' world matrices), which bake.comp reads (RAW). The pass's own
     # writes after the kernel two batches back read the same buffer are ordered by READBACK_TO_BAKE_WRITES (WAR).
-    # bake_ubo.comp reads them as a uniform buffer (UNIFORM_READ), bake.comp as a storage buffer (SHADER_READ).
+    # bake_ubo.comp reads them as a uniform buffer (UNIFORM_READ), bake.comp as a storage buffer and
+    # bake_wide.comp as a uniform texel buffer (both SHADER_READ).
     "bake pose writes -> bake kernel reads",
     S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_WRITE_BIT,
     S.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, S.VK_ACCESS_SHADER_READ_BIT | S.VK_ACCESS_UNIFORM_READ_BIT)
