@@ -31,7 +31,7 @@ m = vkmorph.open(find_model(BAKE_MODEL))
 clip = m.scene.clip("Dance")
 times = np.linspace(0.0, clip.duration, F)
 W = frame_weights(m, clip, times, None)
-baker = GpuBaker(m, "world", pose="cpu")
+baker = GpuBaker(m, "world", pose="cpu", wide_stores=False)     # the variants are bake_ubo.comp's: its window
 mats = baker.layout.matrices(PoseBatch(m.scene), times, clip)
 orig_dirs = S.SPIRV_DIRS
 setups = {}

@@ -17,17 +17,19 @@ How a bake runs (``GpuBaker``), so that what bounds it is the readback, not Pyth
    morph (their rest vertices, uploaded once, through the frame's palette or world matrix); per run of frames
    with the same weights, the renderer's version-gated morph pass (``MorphRuntime.record``: nothing when the
    weights did not move) and dispatches over the morphing instances for those frames. World transforms of
-   rigid parts are done there too, in float32. The kernel reads the matrices through a dynamic uniform buffer
-   (llvmpipe lowers a storage-buffer load to a loop over the lanes; a uniform load is one load): a 64 KiB window
-   of whole frames' matrices (``GpuBaker.uniform_window``: 17 frames for RobotExpressive, whose four skins share
-   one palette), one dispatch per window at its dynamic offset. Where one frame's matrices do not fit a window
+   rigid parts are done there too, in float32. On a GPU the kernel reads the matrices through a dynamic uniform
+   buffer (cheaper than a storage buffer on lavapipe, which lowers a storage-buffer load to a loop over the
+   lanes, before the texel buffer below): a 64 KiB window of whole frames' matrices
+   (``GpuBaker.uniform_window``: 17 frames for RobotExpressive, whose four skins share one palette), one
+   dispatch per window at its dynamic offset. Where one frame's matrices do not fit a window
    (over 1,024 matrices a frame) or the device's maxUniformBufferRange is below 64 KiB, ``glsl/bake.comp`` (the
    same code, the batch's matrices in a storage buffer) runs one dispatch per group and run instead. On a CPU
    device (``GpuBaker.split_modes``) the kernel is a pipeline per mode (skinned, rigid, copy: specialization
    constants fold the other modes' code away; llvmpipe runs both sides of every branch), the items sorted by
    mode, and the kernel is ``glsl/bake_wide.comp`` (``GpuBaker.wide_stores``): the batch's matrices through a
-   uniform texel buffer (a vector gather on llvmpipe; one dispatch per mode covers the batch, no window) and
-   64-bit stores of vertex pairs; on a CPU device the pose pass runs one workgroup per host CPU (``_pose_group``).
+   uniform texel buffer (a vector gather on llvmpipe, where a uniform load at a per-item offset is a load per
+   lane; one dispatch per mode covers the batch or a run of equal weights, no window) and 64-bit stores of
+   vertex pairs; on a CPU device the pose pass runs one workgroup per host CPU (``_pose_group``).
 3. The kernel writes three planes (positions, normals, tangents; [frame][vertex][xyz] float32, the layout of
    the ``Bake``'s arrays, nothing padded: float stores, a part's last quad of 4 vertices repeating its last
    vertex), three bindings placed per batch by dynamic offsets. Where the device imports host memory
@@ -312,11 +314,23 @@ class _Slot:
 
     def __init__(self, ctx, pipelines: dict, B: int, layout: _Layout, sources: dict, items, direct: bool,
                  gpu_pose: bool, window: int, zero_copy: bool = False, wide: bool = False):
+        if wide and window:
+            raise GpuError("bake: the wide kernel (bake_wide.comp) reads a texel buffer, not a uniform window")
+        self.ctx, self.direct, self.zero_copy = ctx, direct, zero_copy
+        self.matrices = self.view = self.output = self.staging = self.cb = self.fence = None
+        self.busy: tuple[int, int, int] | None = None      # (first frame, frames, serial) while in flight
+        try:
+            self._build(pipelines, B, layout, sources, items, direct, gpu_pose, window, zero_copy, wide)
+        except BaseException:                  # what was made so far goes (no leak when a later step fails)
+            self.destroy()
+            raise
+
+    def _build(self, pipelines, B, layout, sources, items, direct, gpu_pose, window, zero_copy, wide) -> None:
         from .gpu import memory as M
         from .gpu.interface import BAKE_UBO_MATRICES
         from .gpu.vk import call, vk
 
-        self.ctx, self.direct, self.zero_copy = ctx, direct, zero_copy
+        ctx = self.ctx
         # a frame's vertices in the planes, the instances contiguous, as in the result: the kernel writes floats,
         # so nothing is padded
         self.frame_vertices = layout.total
@@ -327,14 +341,16 @@ class _Slot:
         # buffer of BAKE_UBO_MATRICES mat4 from a frame's first matrix on, so the buffer extends that far past the
         # last frame's (never read there)
         usage = M.STORAGE | (M.UNIFORM_TEXEL if wide else 0)
-        if window:
+        if window:                                     # (never wide: __init__)
             usage, mat_bytes = M.STORAGE | M.UNIFORM, mat_bytes + 64 * BAKE_UBO_MATRICES
         # the pose pass writes the matrices on the GPU (device-local); the CPU pose path writes them from the host
         self.matrices = (M.device_buffer(ctx, None, usage, size=mat_bytes, name="bake matrices (pose pass)")
                          if gpu_pose else M.host_buffer(ctx, mat_bytes, usage, name="bake matrices"))
         # wide (bake_wide.comp): the kernel reads them through a uniform texel buffer, 4 RGBA32F texels a matrix
-        self.view = M.TexelView(ctx, self.matrices, mat_bytes // 16, name="bake matrices (texels)") if wide else None
-        self.output = self.staging = None
+        # (GpuBaker.batch_size keeps 4 B matrices_per_frame within maxTexelBufferElements)
+        if wide:
+            self.view = M.TexelView(ctx, self.matrices, max(4, 4 * B * layout.matrices_per_frame),
+                                    name="bake matrices (texels)")
         if zero_copy:
             pass
         elif direct:
@@ -353,7 +369,6 @@ class _Slot:
             self._point({p: (self.output, 0, self.plane_bytes) for p in _PLANES})
         self.cb = ctx.allocate_command_buffer()
         self.fence = call("vkCreateFence", ctx.device, vk.VkFenceCreateInfo(), None)
-        self.busy: tuple[int, int, int] | None = None      # (first frame, frames, serial) while in flight
 
     def _point(self, planes: dict) -> None:
         for mode, pipe in self._pipelines.items():
@@ -855,7 +870,8 @@ class GpuBaker:
         most = min(_OFFSET_MAX, int(limits.get("maxMemoryAllocationSize", 0) or _OFFSET_MAX))
         B = min(int(B), (most - 3 * _ALIGN) // max(1, per_frame))
         if self.wide_stores:                         # the batch's matrices in one texel view (_wide_refusal)
-            most = int(self.m.ctx.info.limits.get("maxTexelBufferElements", 65536))
+            # (at most 2^31 - 1 texels: texelFetch takes an int index)
+            most = min(0x7FFFFFFF, int(self.m.ctx.info.limits.get("maxTexelBufferElements", 65536)))
             B = min(int(B), most // max(1, 4 * self.layout.matrices_per_frame))
         return max(1, min(int(B), frames))
 

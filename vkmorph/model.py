@@ -283,7 +283,8 @@ class Model:
     def bake(self, clip=None, times=None, *, weights=None, space: str = "mesh", batch_frames: int | None = None,
              progress: bool | None = None, skinning: bool = True) -> Bake:
         """Sample ``clip`` at each of ``times`` (seconds) and return every frame's vertices, computed on the GPU
-        in batches of ``batch_frames`` frames per command buffer (default: as many as fit in 64 MiB)."""
+        in batches of ``batch_frames`` frames per command buffer (default: about 16 MiB of output,
+        ``GpuBaker.batch_size``)."""
         self._alive()
         c = self._check(clip, 0.0 if times is not None else None, space)
         w = self._check_weights(weights)

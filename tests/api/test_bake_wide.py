@@ -176,3 +176,59 @@ def test_the_copy_path_split_over_threads_is_the_same_bake(parts_model):
     for bad in (0, -1, True, 2.0, "4"):
         with pytest.raises(UsageError, match="copy_threads must be None or an int >= 1"):
             GpuBaker(m, "world", copy_threads=bad)
+
+
+def test_a_slot_that_fails_part_way_leaves_nothing_behind(parts_model, monkeypatch):
+    """The second slot's texel view failing (a driver refusing it): the bake is one GpuError and what both slots
+    had made (matrices buffers, views, outputs) is freed, not left to the context's close."""
+    from vkmorph.errors import GpuError
+    from vkmorph.gpu import memory as M
+
+    m = parts_model
+    baker = GpuBaker(m, "world", split_modes=True)
+    if not baker.wide_stores:
+        pytest.skip("the device has no shaderInt64 + scalarBlockLayout")
+    m._free_bake_cache()
+    before = set(m.ctx.live_children)
+    made, real = [], M.TexelView.__init__
+
+    def second_fails(self, *args, **kw):
+        made.append(self)
+        if len(made) == 2:
+            raise GpuError("vkCreateBufferView failed (injected)")
+        real(self, *args, **kw)
+
+    monkeypatch.setattr(M.TexelView, "__init__", second_fails)
+    with pytest.raises(GpuError, match="injected"):
+        baker.run(m.scene.clip("move"), np.linspace(0.0, 1.0, 5), None, None, False)
+    assert set(m.ctx.live_children) - before == set()
+    assert len(made) == 2
+
+
+def test_texel_bindings_take_live_views_only(parts_model):
+    """A texel binding given a buffer, or a view already destroyed, is one GpuError naming the binding (not an
+    AttributeError, not a null handle written into the set)."""
+    from vkmorph.errors import GpuError
+    from vkmorph.gpu import memory as M
+    from vkmorph.gpu.interface import BAKE_WIDE
+    from vkmorph.gpu.pipeline import ComputePipeline
+
+    m = parts_model
+    if not m.ctx.wide_stores:
+        pytest.skip("the device has no shaderInt64 + scalarBlockLayout")
+    pipe = ComputePipeline(m.ctx, BAKE_WIDE, max_sets=2)
+    buf = M.host_buffer(m.ctx, 256, M.STORAGE | M.UNIFORM_TEXEL, name="texels")
+    view = M.TexelView(m.ctx, buf, 16)
+    try:
+        with pytest.raises(GpuError, match=r"^bake_wide.comp: binding 'matrices' is a texel buffer: it takes a "
+                                           r"live memory.TexelView, got Buffer$"):
+            pipe.update_set(None, {"matrices": buf})
+        view.destroy()
+        with pytest.raises(GpuError, match=r"takes a live memory.TexelView, got TexelView$"):
+            pipe.update_set(None, {"matrices": view})
+        with pytest.raises(GpuError, match=r"17 texels of 16 B do not fit texels \(256 B\)"):
+            M.TexelView(m.ctx, buf, 17)
+    finally:
+        view.destroy()
+        buf.destroy()
+        pipe.destroy()

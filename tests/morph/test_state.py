@@ -328,6 +328,10 @@ def test_long_names_are_abridged_in_messages(tmp_path):
     other = SceneMorphPose(face_file(tmp_path)).scene.clip("talk")
     with pytest.raises(UsageError, match=r"^clip 'talk' is not one of this file's animations \(pass its name\)$"):
         pose.scene.clip(other)
+    for odd in ("--1", "²", "1_0"):                               # not integers, so names: unknown ones
+        with pytest.raises(UsageError, match=f"^unknown clip {odd!r}; the file has 'talk'$"):
+            pose.scene.clip(odd)
+    assert pose.scene.clip("0") is talk and pose.scene.clip(0) is talk
     with pytest.raises(UsageError) as e:
         pose.scene.clip(np.arange(10_000.0))
     assert str(e.value).startswith("unknown clip ndarray array([") and len(str(e.value)) < 200, str(e.value)

@@ -7,6 +7,7 @@ fields), so the same bytes go to the GPU unchanged and the morph shader addresse
 from __future__ import annotations
 
 import numbers
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -180,7 +181,7 @@ class SceneAsset:
                 return key
             raise UsageError(f"clip {abridged(key.name)} is not one of this file's animations (pass its name)")
         names = [a.name for a in self.animations]
-        if isinstance(key, str) and key.lstrip("-").isdigit() and key not in names:
+        if isinstance(key, str) and re.fullmatch(r"-?[0-9]+", key) and key not in names:     # not "--1", "²"
             key = int(key)
         if isinstance(key, numbers.Integral) and not isinstance(key, bool):
             if 0 <= key < len(self.animations):

@@ -224,13 +224,17 @@ class TexelView:
 
     def __init__(self, ctx: Context, buffer: Buffer, count: int, *,
                  format: int = vk.VK_FORMAT_R32G32B32A32_SFLOAT, texel_bytes: int = 16, name: str = "texel view"):
+        ctx.check_alive(f"creating {name}")
         most = int(ctx.info.limits.get("maxTexelBufferElements", 65536))
-        if count > most or count * texel_bytes > buffer.size:
-            raise GpuError(f"{name}: {count} texels is over maxTexelBufferElements ({most}) or {buffer.name} "
-                           f"({buffer.size} B)")
+        if count > most:
+            raise GpuError(f"{name}: {count} texels is over maxTexelBufferElements ({most})")
+        if count * texel_bytes > buffer.size or buffer.handle is None:
+            raise GpuError(f"{name}: {count} texels of {texel_bytes} B do not fit {buffer.name} ({buffer.size} B"
+                           f"{', destroyed' if buffer.handle is None else ''})")
         self.ctx, self.count = ctx, int(count)
         self.view = call("vkCreateBufferView", ctx.device, vk.VkBufferViewCreateInfo(
             buffer=buffer.handle, format=format, offset=0, range=self.count * texel_bytes), None, what=name)
+        ctx.set_name(self.view, vk.VK_OBJECT_TYPE_BUFFER_VIEW, name)
         self._key = ctx.track(f"{name} ({count} texels)", self._release)
 
     def _release(self) -> None:

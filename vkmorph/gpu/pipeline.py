@@ -28,7 +28,7 @@ from .interface import (
     ShaderInterface,
 )
 from .interface import vertex_attributes as _vertex_attributes
-from .memory import Buffer
+from .memory import Buffer, TexelView
 from .shaders import load_spirv
 from .vk import WHOLE_SIZE, call, vk
 
@@ -152,6 +152,9 @@ class ComputePipeline:
                 continue
             item = buffers[b.name]
             if b.kind == TEXEL:
+                if not isinstance(item, TexelView) or item.view is None:     # a buffer, or a destroyed view
+                    raise GpuError(f"{self.shader}: binding {b.name!r} is a texel buffer: it takes a live "
+                                   f"memory.TexelView, got {type(item).__name__}")
                 infos.append([item.view])
                 writes.append(vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=b.binding, dstArrayElement=0,
                                                       descriptorCount=1, descriptorType=descriptor_type(b),
