@@ -232,3 +232,18 @@ def test_texel_bindings_take_live_views_only(parts_model):
         view.destroy()
         buf.destroy()
         pipe.destroy()
+
+
+def test_the_wide_kernel_with_a_uniform_window_is_refused_whole(parts_model):
+    """BakeResources built by hand (as the bench scripts do) with the wide kernel and a uniform window: one
+    GpuError, nothing left alive (GpuBaker never asks for it: the wide kernel has no window)."""
+    from vkmorph.bake import BakeResources
+    from vkmorph.errors import GpuError
+
+    m = parts_model
+    baker = GpuBaker(m, "world", split_modes=True)
+    m._free_bake_cache()
+    before = set(m.ctx.live_children)
+    with pytest.raises(GpuError, match="reads a texel buffer, not a uniform window"):
+        BakeResources(m, baker.layout, 3, True, False, 2, True, False, True)
+    assert set(m.ctx.live_children) - before == set()
