@@ -74,6 +74,11 @@ __all__ = ["Bake", "GpuBaker", "bake_numpy", "bake_numpy_fast", "measure_bake_th
 _ALIGN = 256                      # >= minStorageBufferOffsetAlignment on every device
 _OFFSET_MAX = 0xFFFFFFFF          # a dynamic offset is a uint32_t: the planes' offsets must stay below 4 GiB
 _BATCH_BYTES = 16 << 20           # output bytes per batch (three planes); two batches in flight
+# a CPU device writing the result in place: batches of up to this much output, not split in two for overlap
+# (there the "device" is the host's cores, so two batches in flight overlap nothing; each batch costs its pose
+# pass, dispatches and fence: 64 frames of RobotExpressive in one batch took 0.84-0.99x the wall of two, 256
+# frames in one 0.90-0.92x of four, bench/2026-12-02j-lavapipe-bake-batches.txt)
+_IN_PLACE_CPU_BATCH_BYTES = 64 << 20
 _SLOTS = 2                        # double buffering: record/submit batch k while batch k-1 is copied out
 _ZERO_COPY_MIN_BYTES = 8 << 20    # the smallest result a bake writes in place by default (GpuBaker.uses_zero_copy)
 _CPU_GROUP_FRAMES = 64            # frames per workgroup on a CPU device (_shape)
@@ -853,15 +858,17 @@ class GpuBaker:
         fits = BAKE_UBO_MATRICES // lay.matrices_per_frame
         return fits if most is None else min(fits, most)
 
-    def batch_size(self, frames: int, batch_frames: int | None) -> int:
+    def batch_size(self, frames: int, batch_frames: int | None, *, in_place_cpu: bool = False) -> int:
         """Frames per batch: ``batch_frames`` or about ``_BATCH_BYTES`` of output, and never more than one plane
         binding can hold (a batch's frames of a plane, and the zero-copy window's alignment slack, within
         maxStorageBufferRange: the copy path binds each slot plane whole), nor more than a slot's three planes can
         hold in one allocation with their dynamic offsets (uint32) below 4 GiB (the H200's maxStorageBufferRange is
         4 GiB: a plane of 3 GiB put the third plane's offset past 2^32), nor, with the wide kernel, more frames'
-        matrices than one texel view holds (maxTexelBufferElements)."""
+        matrices than one texel view holds (maxTexelBufferElements). ``in_place_cpu``: a zero-copy bake on a CPU
+        device, whose batches are larger and not split in two (``_IN_PLACE_CPU_BATCH_BYTES``)."""
         per_frame = max(1, 36 * self.layout.total)
-        B = batch_frames or max(1, min(1024, _BATCH_BYTES // per_frame, math.ceil(frames / _SLOTS)))
+        budget, split = (_IN_PLACE_CPU_BATCH_BYTES, 1) if in_place_cpu else (_BATCH_BYTES, _SLOTS)
+        B = batch_frames or max(1, min(1024, budget // per_frame, math.ceil(frames / split)))
         limits = self.m.ctx.info.limits
         lim = int(limits.get("maxStorageBufferRange", 0))
         if lim:
@@ -951,6 +958,10 @@ class GpuBaker:
         B = self.batch_size(F, batch_frames)
         self._decide(clip, F)
         zero_copy = self.uses_zero_copy(F, B)
+        if zero_copy and batch_frames is None and m.ctx.info.device_type == "cpu":
+            big = self.batch_size(F, None, in_place_cpu=True)      # fewer, larger batches there
+            if big > B and self.zero_copy_refusal(F, big) is None:
+                B = big
         result = None
         if zero_copy:
             try:
@@ -1408,6 +1419,7 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
         times = np.linspace(0.0, c.duration, frames) if c is not None else np.zeros(frames)
         name = c.name if c is not None else None
         gw, gc, gpu, g_warm = _timed(lambda: m.bake(clip=name, times=times, space=space, progress=False), repeats)
+        batch = m._bake_cache.B                                   # the frames per batch that bake used
         host = list(m._bake_cache.batch_host_cpu)            # the last repeat's, per batch
         pose_gpu = m._bake_cache.pose is not None
         # the same bake with the pose on the host (PoseBatch per batch, as before the pose pass): before / after
@@ -1434,7 +1446,7 @@ def measure_bake_throughput(path=None, frames: int = 64, clip=None, space: str =
         med = float(np.median(gw))
         return {"file": m.scene.source, "clip": name, "space": space, "frames": frames, "vertices": V,
                 "device": m.ctx.info.name, "repeats": repeats,
-                "batch_frames": GpuBaker(m, space).batch_size(frames, None),
+                "batch_frames": batch,
                 "weight_runs": len(weight_runs(frame_weights(m, c, times, None))),
                 "gpu_s": med, "gpu_s_min": min(gw), "gpu_s_max": max(gw), "gpu_cpu_s": float(np.median(gc)),
                 # the warm-ups (_timed): the first bake builds the model's bake resources and pipelines

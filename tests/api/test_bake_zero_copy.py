@@ -438,3 +438,26 @@ def test_batches_and_results_keep_their_dynamic_offsets_below_4_gib(model, monke
         why = baker.zero_copy_refusal(F, 64)
         assert why is not None and "past 4 GiB" in why, why
         assert baker.zero_copy_refusal(64, 64) is None
+
+
+@pytest.mark.parametrize("model", [CUBE], indirect=True)
+def test_a_cpu_device_bakes_in_place_in_fewer_larger_batches(model):
+    """On a CPU device two batches in flight overlap nothing (the device is the host's cores), so a zero-copy
+    bake takes one batch of up to _IN_PLACE_CPU_BATCH_BYTES instead of two; the copy path keeps two, and an
+    explicit batch_frames is kept. All three are the same bake."""
+    from vkmorph.bake import GpuBaker
+
+    if model.ctx.info.device_type != "cpu" or not model.ctx.host_import_alignment:
+        pytest.skip("a CPU device that imports host memory")
+    clip = model.scene.clip(model.clips[0])
+    times = np.linspace(0.0, clip.duration, 40)
+    one = GpuBaker(model, "world", zero_copy=True).run(clip, times, None, None, False)
+    assert model._bake_cache.B == 40 and model._bake_cache.zero_copy
+    two = GpuBaker(model, "world", zero_copy=False).run(clip, times, None, None, False)
+    assert model._bake_cache.B == 20 and not model._bake_cache.zero_copy
+    seven = GpuBaker(model, "world", zero_copy=True).run(clip, times, None, 7, False)
+    assert model._bake_cache.B == 7
+    for other in (two, seven):
+        np.testing.assert_array_equal(one.positions, other.positions)
+        np.testing.assert_array_equal(one.normals, other.normals)
+    _close(one, bake_numpy(model, clip=model.clips[0], times=times, space="world"))
