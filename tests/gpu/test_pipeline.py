@@ -52,3 +52,28 @@ def test_descriptors_by_name(ctx):
     finally:
         for o in (pipe, src, dst):
             o.destroy()
+
+
+def test_a_pipeline_over_the_device_limits_is_one_error_naming_the_limit(ctx, monkeypatch):
+    """The spec guarantees only 4 storage buffers a stage (the bake's kernels bind 5-6) and 128 invocations a
+    workgroup: a pipeline over the device's limits is refused by name before Vulkan sees it, the specialized
+    local size (ClipPosePass(local_size=)) counted, not the declared one."""
+    from vkmorph.errors import GpuError
+    from vkmorph.gpu.interface import BAKE, BAKE_UBO, BAKE_WIDE, COPY, CROWD_ANIM, CROWD_ANIM_LOCAL_SIZE_ID
+    from vkmorph.gpu.pipeline import ComputePipeline, limit_problem
+
+    lim = ctx.info.limits
+    assert limit_problem(ctx, BAKE) is None and limit_problem(ctx, BAKE_WIDE) is None     # this device: fine
+    monkeypatch.setitem(lim, "maxPerStageDescriptorStorageBuffers", 4)
+    for iface, n in ((BAKE, 6), (BAKE_UBO, 5), (BAKE_WIDE, 5)):
+        with pytest.raises(GpuError, match=rf"^{iface.shader}: it binds {n} descriptors counted by "
+                                           r"maxPerStageDescriptorStorageBuffers, the device allows 4$"):
+            ComputePipeline(ctx, iface, max_sets=1)
+    ComputePipeline(ctx, COPY, max_sets=1).destroy()                                       # 2 of them: fine
+    monkeypatch.setitem(lim, "maxPerStageDescriptorStorageBuffers", 16)
+    monkeypatch.setitem(lim, "maxComputeWorkGroupInvocations", 32)
+    assert "workgroup of 256 invocations is over the device's 32" in limit_problem(ctx, COPY)
+    with pytest.raises(GpuError, match=r"crowd_anim.comp: its workgroup of 48 invocations is over the device's 32"):
+        ComputePipeline(ctx, CROWD_ANIM, max_sets=1, specialization={CROWD_ANIM_LOCAL_SIZE_ID: 48})
+    assert limit_problem(ctx, CROWD_ANIM, 16) is None
+    assert not ctx.live_children or all("pipeline" not in c for c in ctx.live_children)

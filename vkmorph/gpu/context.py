@@ -269,7 +269,13 @@ class Context:
                     "minStorageBufferOffsetAlignment": lim.minStorageBufferOffsetAlignment,
                     "maxUniformBufferRange": lim.maxUniformBufferRange,
                     "minUniformBufferOffsetAlignment": lim.minUniformBufferOffsetAlignment,
-                    "maxTexelBufferElements": lim.maxTexelBufferElements},
+                    "maxTexelBufferElements": lim.maxTexelBufferElements,
+                    "maxComputeWorkGroupSize": tuple(lim.maxComputeWorkGroupSize),
+                    "maxComputeWorkGroupInvocations": lim.maxComputeWorkGroupInvocations,
+                    "maxPerStageDescriptorStorageBuffers": lim.maxPerStageDescriptorStorageBuffers,
+                    "maxPerStageDescriptorUniformBuffers": lim.maxPerStageDescriptorUniformBuffers,
+                    "maxDescriptorSetStorageBuffersDynamic": lim.maxDescriptorSetStorageBuffersDynamic,
+                    "maxDescriptorSetUniformBuffersDynamic": lim.maxDescriptorSetUniformBuffersDynamic},
         )
         # Vulkan 1.1 properties through vkGetPhysicalDeviceProperties2: the largest allocation, and (where the
         # extension is enabled) the alignment of imported host pointers and sizes

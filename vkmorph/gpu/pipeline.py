@@ -66,6 +66,28 @@ def vertex_input_attributes(dtype: np.dtype) -> list[tuple[int, str, int, int]]:
     return [(a.location, a.name, getattr(vk, a.vk_format), a.offset) for a in _vertex_attributes(dtype)]
 
 
+def limit_problem(ctx: Context, iface: ShaderInterface, local_size: int | None = None) -> str | None:
+    """Why ``iface``'s compute pipeline cannot be made on this device (None: it can): its workgroup (``local_size``,
+    else the interface's) over maxComputeWorkGroupSize[0] or maxComputeWorkGroupInvocations, or its set over the
+    device's storage / uniform buffer counts (the spec guarantees only 4 storage buffers a stage, 4 dynamic ones
+    and 8 dynamic uniform buffers a set: the bake's kernels bind 5-6 storage buffers)."""
+    lim = ctx.info.limits
+    size = iface.local_size if local_size is None else local_size
+    most = min(int(lim.get("maxComputeWorkGroupSize", (1024,))[0]),
+               int(lim.get("maxComputeWorkGroupInvocations", 1024)))
+    if size is not None and size > most:
+        return (f"its workgroup of {size} invocations is over the device's {most} (maxComputeWorkGroupSize, "
+                "maxComputeWorkGroupInvocations)")
+    kinds = [b.kind for b in iface.bindings]
+    for count, name in ((sum(k in (STORAGE, STORAGE_DYNAMIC) for k in kinds), "maxPerStageDescriptorStorageBuffers"),
+                        (sum(k in (UNIFORM, UNIFORM_ARRAY) for k in kinds), "maxPerStageDescriptorUniformBuffers"),
+                        (kinds.count(STORAGE_DYNAMIC), "maxDescriptorSetStorageBuffersDynamic"),
+                        (kinds.count(UNIFORM_ARRAY), "maxDescriptorSetUniformBuffersDynamic")):
+        if name in lim and count > int(lim[name]):
+            return f"it binds {count} descriptors counted by {name}, the device allows {lim[name]}"
+    return None
+
+
 def create_shader_module(ctx: Context, name: str):
     code = load_spirv(name)
     info = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
@@ -81,6 +103,10 @@ class ComputePipeline:
         # compiles the shader with them as constants: branches on them fold away)
         if iface.local_size is None or iface.sets() not in ([0], []):
             raise GpuError(f"interface {iface.name!r} is not a one-set compute interface")
+        why = limit_problem(ctx, iface, (specialization or {}).get(iface.local_size_id)
+                            if iface.local_size_id is not None else None)
+        if why:
+            raise GpuError(f"{iface.shader}: {why}")
         self.ctx, self.iface, self.shader = ctx, iface, iface.shader
         self.specialization = dict(specialization or {})
         self.push_constant_size = iface.push.size if iface.push is not None else 0
